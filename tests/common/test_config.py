@@ -1,0 +1,93 @@
+"""Config presets, type checks, and the `--set` parser."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import pytest
+
+from iclr26.common.config import ConfigError, ExperimentConfig, apply_overrides, field_help, require
+
+
+@dataclass(frozen=True)
+class Demo(ExperimentConfig):
+    steps: int = field(default=100, metadata={"help": "optimizer steps"})
+    lr: float = 1e-3
+    use_bias: bool = True
+    mode: Literal["a", "b"] = "a"
+    widths: tuple[int, ...] = (8, 16)
+    data: str | None = None
+    out: Path = Path("x")
+
+    SCALES: ClassVar[dict[str, dict[str, Any]]] = {
+        "smoke": {"steps": 3},
+        "gpu": {"steps": 10_000, "lr": 3e-4},
+    }
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(self.steps > 0, "steps", f"must be positive, got {self.steps}")
+
+
+def test_presets_apply_their_overrides_on_the_defaults():
+    assert Demo.preset("cpu") == Demo()
+    assert Demo.preset("smoke").steps == 3 and Demo.preset("smoke").lr == 1e-3
+    assert Demo.preset("gpu").lr == 3e-4
+    with pytest.raises(ConfigError, match="unknown scale 'tpu'"):
+        Demo.preset("tpu")
+
+
+def test_overrides_parse_by_field_type():
+    cfg = apply_overrides(
+        Demo(),
+        [
+            "steps=7",
+            "lr=2.5e-2",
+            "use_bias=false",
+            "mode=b",
+            "widths=1,2,3",
+            "data=/tmp/f",
+            "out=o",
+            "seed=4",
+        ],
+    )
+    assert (cfg.steps, cfg.lr, cfg.use_bias, cfg.mode, cfg.widths) == (7, 0.025, False, "b", (1, 2, 3))
+    assert cfg.data == "/tmp/f" and cfg.out == Path("o") and cfg.seed == 4
+    assert apply_overrides(Demo(data="x"), ["data=none"]).data is None
+    assert apply_overrides(Demo(), ["steps=1e3"]).steps == 1000
+
+
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [
+        ("stepz=3", "unknown key"),
+        ("steps=3.5", "--set steps='3.5': expected int"),
+        ("lr=abc", "expected float"),
+        ("use_bias=maybe", "expected bool"),
+        ("mode=c", "one of 'a', 'b'"),
+        ("widths=1,x", "comma-separated ints"),
+        ("steps=0", "config field 'steps': must be positive"),
+        ("steps", "expected key=value"),
+        ("lr=nan", "expected float"),
+    ],
+)
+def test_bad_overrides_name_the_key(assignment, message):
+    with pytest.raises(ConfigError, match=message):
+        apply_overrides(Demo(), [assignment])
+
+
+def test_constructor_rejects_wrong_types_and_negative_seed():
+    with pytest.raises(ConfigError, match="'steps': expected int"):
+        Demo(steps="5")
+    with pytest.raises(ConfigError, match="'steps': expected int"):
+        Demo(steps=True)
+    with pytest.raises(ConfigError, match="'seed'"):
+        Demo(seed=-1)
+
+
+def test_to_dict_is_plain_and_help_is_listed():
+    d = Demo().to_dict()
+    assert d["widths"] == [8, 16] and d["out"] == "x"
+    helps = {name: (tp, text) for name, tp, text in field_help(Demo)}
+    assert helps["steps"] == ("int", "optimizer steps")
+    assert helps["data"][0] == "str | None"

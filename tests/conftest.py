@@ -1,0 +1,78 @@
+"""Shared test helpers: run the real `iclr26` CLI in a subprocess and read the record it wrote."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+# Tiny models run fastest on one thread, and two threads on two busy cores are many times slower; the CLI
+# subprocesses read the same setting from the environment.
+os.environ.setdefault("ICLR26_THREADS", "1")
+torch.set_num_threads(int(os.environ["ICLR26_THREADS"]))
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m iclr26 *args`` and return the completed process (never raises on a non-zero exit)."""
+    return subprocess.run(
+        [sys.executable, "-m", "iclr26", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def smoke_record(module: str, out: Path, *extra: str) -> dict[str, Any]:
+    """Run ``iclr26 run MODULE --scale smoke`` into ``out`` and return its ``result.json`` as a dict.
+
+    Fails the test (with the command's stderr) if the run exits non-zero or writes no record.
+    """
+    proc = run_cli("run", module, "--scale", "smoke", "--out", str(out), "--quiet", *extra)
+    assert proc.returncode == 0, f"smoke run of {module} failed:\n{proc.stdout}\n{proc.stderr}"
+    records = sorted((out / module).glob("*/result.json"))
+    assert len(records) == 1, f"expected one record under {out / module}, found {records}"
+    return json.loads(records[0].read_text())
+
+
+def all_finite(value: Any) -> bool:
+    """True if every number nested in ``value`` is finite (records write non-finite floats as strings)."""
+    if isinstance(value, dict):
+        return all(all_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(all_finite(v) for v in value)
+    if isinstance(value, str):
+        return value not in ("nan", "inf", "-inf")
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return True
+
+
+@pytest.fixture
+def cli():
+    """The :func:`run_cli` helper: ``cli("run", "seesaw", "--scale", "smoke", ...)``."""
+    return run_cli
+
+
+@pytest.fixture
+def smoke(tmp_path):
+    """Run a module's smoke reproduction through the CLI; returns its record after checking it.
+
+    Usage: ``record = smoke("seesaw")`` or ``smoke("seesaw", "--set", "steps=3", finite=False)``. Checks: exit
+    status 0, exactly one ``result.json``, every metric finite (unless ``finite=False``), every plot written.
+    """
+
+    def _smoke(module: str, *extra: str, finite: bool = True) -> dict[str, Any]:
+        out = tmp_path / "runs"
+        record = smoke_record(module, out, *extra)
+        if finite:
+            assert all_finite(record["metrics"]), f"non-finite metric in {record['metrics']}"
+        run_dir = next((out / module).iterdir())
+        for name in record["plots"]:
+            assert (run_dir / name).stat().st_size > 0, f"plot {name} missing or empty"
+        return record
+
+    return _smoke
