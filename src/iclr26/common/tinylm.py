@@ -1,0 +1,266 @@
+"""A small decoder-only transformer language model with a pluggable feed-forward block.
+
+Pre-norm blocks (LayerNorm → causal self-attention → residual; LayerNorm → feed-forward → residual), rotary
+(RoPE, Su et al. 2021) or learned absolute positions, causal attention through
+``torch.nn.functional.scaled_dot_product_attention``. The feed-forward block of each layer is built by a factory,
+so a paper can swap the dense MLP for a mixture-of-experts block with its own router.
+
+Glossary: ``B`` batch, ``T`` tokens (≤ ``context_len``), ``D`` model width, ``H`` heads, ``Dh = D / H`` head width,
+``V`` vocabulary.
+
+Feed-forward contract: ``ffn_factory(layer_index) -> nn.Module`` whose ``forward(x: (B, T, D))`` returns either a
+tensor ``(B, T, D)`` or :class:`FFNOutput` ``(y, aux_loss)`` where ``aux_loss`` is a scalar already multiplied by its
+coefficient (e.g. a load-balancing loss); the model sums the layers' ``aux_loss``. A module may define
+``active_parameters() -> int`` (parameters used per token, for MoE) which parameter and FLOP counts then use.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from iclr26.common.config import require
+
+
+@dataclass(frozen=True)
+class TinyLMConfig:
+    """Architecture of :class:`TinyLM`.
+
+    Attributes:
+        vocab_size: number of token ids (256 for byte-level text).
+        context_len: maximum sequence length T.
+        d_model: residual width D.
+        n_layers: number of transformer blocks.
+        n_heads: attention heads H (must divide D; with RoPE, D/H must be even).
+        d_ff: hidden width of the default dense MLP.
+        positional: ``"rope"`` (rotary, no parameters) or ``"learned"`` (absolute embeddings).
+        dropout: dropout on attention and residual branches (0 for the deterministic small-scale runs).
+        tie_embeddings: share the input embedding and output projection matrices.
+    """
+
+    vocab_size: int = 256
+    context_len: int = 128
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    d_ff: int = 512
+    positional: Literal["rope", "learned"] = "rope"
+    dropout: float = 0.0
+    tie_embeddings: bool = True
+    rope_base: float = field(default=10_000.0)
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "context_len", "d_model", "n_layers", "n_heads", "d_ff"):
+            require(getattr(self, name) > 0, name, f"must be positive, got {getattr(self, name)}")
+        require(self.d_model % self.n_heads == 0, "n_heads", f"must divide d_model={self.d_model}")
+        if self.positional == "rope":
+            require(
+                (self.d_model // self.n_heads) % 2 == 0,
+                "n_heads",
+                "RoPE needs an even head width d_model/n_heads",
+            )
+        require(self.positional in ("rope", "learned"), "positional", "must be 'rope' or 'learned'")
+        require(0.0 <= self.dropout < 1.0, "dropout", f"must lie in [0, 1), got {self.dropout}")
+
+
+class FFNOutput(NamedTuple):
+    """Output of a feed-forward block that also has an auxiliary loss.
+
+    Attributes:
+        y: the block output, ``(B, T, D)``.
+        aux_loss: scalar auxiliary loss, already weighted by its coefficient, or None.
+    """
+
+    y: Tensor
+    aux_loss: Tensor | None
+
+
+class LMOutput(NamedTuple):
+    """Output of :meth:`TinyLM.forward`.
+
+    Attributes:
+        logits: ``(B, T, V)`` next-token logits.
+        loss: mean next-token cross-entropy over all positions (None without targets).
+        aux_loss: sum of the feed-forward blocks' auxiliary losses (a zero scalar if none).
+    """
+
+    logits: Tensor
+    loss: Tensor | None
+    aux_loss: Tensor
+
+
+class DenseMLP(nn.Module):
+    """The dense feed-forward block: ``W2 · GELU(W1 x + b1) + b2``."""
+
+    def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, d_ff)
+        self.fc2 = nn.Linear(d_ff, d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.drop(self.fc2(F.gelu(self.fc1(x))))
+
+
+def rope_tables(seq_len: int, head_dim: int, base: float, *, device=None, dtype=torch.float32) -> tuple[Tensor, Tensor]:
+    """cos/sin tables ``(T, Dh/2)`` of rotary embeddings: angle ``t · base^(-2i/Dh)`` for pair ``i``."""
+    inv_freq = base ** (-torch.arange(0, head_dim, 2, device=device, dtype=torch.float64) / head_dim)
+    angles = torch.arange(seq_len, device=device, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Rotate the pairs ``(x_{2i}, x_{2i+1})`` of ``x: (B, H, T, Dh)`` by the angles of ``cos/sin: (T, Dh/2)``."""
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # (B, H, T, Dh/2) each
+    rotated = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (B, H, T, Dh/2, 2)
+    return rotated.flatten(-2)
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention (fused QKV projection, SDPA with ``is_causal=True``)."""
+
+    def __init__(self, config: TinyLMConfig) -> None:
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
+        self.proj = nn.Linear(config.d_model, config.d_model)
+        self.dropout = config.dropout
+        self.use_rope = config.positional == "rope"
+
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor] | None) -> Tensor:
+        B, T, D = x.shape
+        q, k, v = self.qkv(x).split(D, dim=-1)
+        q, k, v = (t.view(B, T, self.n_heads, D // self.n_heads).transpose(1, 2) for t in (q, k, v))  # (B, H, T, Dh)
+        if rope is not None:
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        y = F.scaled_dot_product_attention(
+            q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
+        )  # (B, H, T, Dh)
+        return self.proj(y.transpose(1, 2).reshape(B, T, D))
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: ``x + Attn(LN(x))`` then ``x + FFN(LN(x))``."""
+
+    def __init__(self, config: TinyLMConfig, ffn: nn.Module) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(config.d_model)
+        self.attn = CausalSelfAttention(config)
+        self.ln2 = nn.LayerNorm(config.d_model)
+        self.ffn = ffn
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor] | None) -> tuple[Tensor, Tensor | None]:
+        x = x + self.drop(self.attn(self.ln1(x), rope))
+        out = self.ffn(self.ln2(x))
+        y, aux = (out.y, out.aux_loss) if isinstance(out, FFNOutput) else (out, None)
+        if y.shape != x.shape:
+            raise ValueError(f"feed-forward block returned shape {tuple(y.shape)}, expected {tuple(x.shape)}")
+        return x + self.drop(y), aux
+
+
+class TinyLM(nn.Module):
+    """Decoder-only transformer LM.
+
+    Args:
+        config: the architecture.
+        ffn_factory: ``layer_index -> nn.Module`` building each block's feed-forward module; default
+            :class:`DenseMLP` ``(d_model, d_ff)``.
+
+    Shapes:
+        ``forward(idx: (B, T) long, targets: (B, T) long | None) -> LMOutput(logits (B, T, V), loss, aux_loss)``.
+    """
+
+    def __init__(self, config: TinyLMConfig, ffn_factory: Callable[[int], nn.Module] | None = None) -> None:
+        super().__init__()
+        self.config = config
+        factory = ffn_factory or (lambda _i: DenseMLP(config.d_model, config.d_ff, dropout=config.dropout))
+        self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
+        self.pos_emb = nn.Embedding(config.context_len, config.d_model) if config.positional == "learned" else None
+        self.blocks = nn.ModuleList(Block(config, factory(i)) for i in range(config.n_layers))
+        self.ln_f = nn.LayerNorm(config.d_model)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        if config.tie_embeddings:
+            self.head.weight = self.tok_emb.weight
+        # GPT-2 scaled init of the residual output projections: std 0.02 / sqrt(2 L).
+        for block in self.blocks:
+            nn.init.normal_(block.attn.proj.weight, std=0.02 / math.sqrt(2 * config.n_layers))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+
+    def forward(self, idx: Tensor, targets: Tensor | None = None) -> LMOutput:
+        if idx.dim() != 2 or idx.dtype != torch.long:
+            raise ValueError(f"idx must be a (B, T) long tensor, got shape {tuple(idx.shape)} dtype {idx.dtype}")
+        B, T = idx.shape
+        if T > self.config.context_len:
+            raise ValueError(f"sequence length {T} exceeds context_len={self.config.context_len}")
+        if targets is not None and targets.shape != idx.shape:
+            raise ValueError(f"targets shape {tuple(targets.shape)} must equal idx shape {tuple(idx.shape)}")
+        x = self.tok_emb(idx)  # (B, T, D)
+        rope = None
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(torch.arange(T, device=idx.device))
+        else:
+            rope = rope_tables(
+                T,
+                self.config.d_model // self.config.n_heads,
+                self.config.rope_base,
+                device=idx.device,
+                dtype=x.dtype,
+            )
+        aux_total = x.new_zeros(())
+        for block in self.blocks:
+            x, aux = block(x, rope)
+            if aux is not None:
+                aux_total = aux_total + aux
+        logits = self.head(self.ln_f(x))  # (B, T, V)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
+        return LMOutput(logits=logits, loss=loss, aux_loss=aux_total)
+
+    def num_params(self, *, active: bool = False, embeddings: bool = False) -> int:
+        """Parameter count.
+
+        Args:
+            active: count only the parameters a token uses (feed-forward modules with ``active_parameters()``
+                report theirs; e.g. top-k experts of an MoE block).
+            embeddings: include the token/position embeddings (a tied output head is counted once, with them).
+        """
+        total = 0
+        for block in self.blocks:
+            ffn_params = sum(p.numel() for p in block.ffn.parameters())
+            block_params = sum(p.numel() for p in block.parameters())
+            if active and hasattr(block.ffn, "active_parameters"):
+                block_params += block.ffn.active_parameters() - ffn_params
+            total += block_params
+        total += sum(p.numel() for p in self.ln_f.parameters())
+        if not self.config.tie_embeddings:
+            total += self.head.weight.numel()
+        if embeddings:
+            total += self.tok_emb.weight.numel() + (self.pos_emb.weight.numel() if self.pos_emb is not None else 0)
+        return total
+
+    def flops_per_token(self, seq_len: int | None = None) -> float:
+        """Training FLOPs per token, forward + backward: ``6 N + 6 L T D`` (Kaplan et al. 2020, Table 1).
+
+        ``N`` counts active non-embedding parameters plus the output head (tied or not, the head's matmul is done);
+        ``T`` is ``seq_len`` (default ``context_len``).
+        """
+        T = seq_len or self.config.context_len
+        n = self.num_params(active=True) + (self.head.weight.numel() if self.config.tie_embeddings else 0)
+        return 6.0 * n + 6.0 * self.config.n_layers * T * self.config.d_model

@@ -1,0 +1,99 @@
+"""The LM trainer: schedules, token counting, accumulation invariance, learning, bit-identical resume."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from iclr26.common.lmtrain import (
+    BatchPlan,
+    CosineSchedule,
+    TokenData,
+    TrainConfig,
+    TrainingDiverged,
+    train_lm,
+)
+from iclr26.common.tinylm import TinyLM, TinyLMConfig
+
+MODEL = TinyLMConfig(context_len=16, d_model=32, n_layers=1, n_heads=2, d_ff=64)
+
+
+def periodic_data() -> TokenData:
+    """A highly predictable byte stream ('abcd...' repeated with a period of 7) that a tiny LM learns fast."""
+    stream = np.array([97 + (i % 7) for i in range(20_000)], dtype=np.uint8)
+    return TokenData(stream[:18_000], stream[18_000:])
+
+
+def test_cosine_schedule_by_hand():
+    s = CosineSchedule(peak_lr=1.0, batch_size=4, total_tokens=1100, warmup_tokens=100, final_lr_frac=0.1)
+    assert s(0, 49) == BatchPlan(0.5, 4)  # warmup: (49 + 1) / 100
+    assert s(3, 100).lr == pytest.approx(1.0)
+    assert s(9, 600).lr == pytest.approx(0.1 + 0.9 * 0.5)  # half-way through the decay: cos(pi/2) = 0
+    assert s(9, 1100).lr == pytest.approx(0.1) and s(9, 5000).lr == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="'warmup_tokens'"):
+        CosineSchedule(peak_lr=1.0, batch_size=4, total_tokens=100, warmup_tokens=100)
+
+
+def test_loss_decreases_and_tokens_are_counted():
+    torch.manual_seed(0)
+    model = TinyLM(MODEL)
+    cfg = TrainConfig(total_tokens=16 * 8 * 40, context_len=16, eval_every_tokens=16 * 8 * 20, eval_tokens=256)
+    history = train_lm(
+        model, periodic_data(), CosineSchedule(peak_lr=1e-2, batch_size=8, total_tokens=cfg.total_tokens), cfg
+    )
+    assert history.steps_done == 40 and history.tokens[-1] == cfg.total_tokens
+    assert history.eval_tokens == [0, 16 * 8 * 20, 16 * 8 * 40]
+    assert history.val_loss[-1] < 0.5 * history.val_loss[0]  # the period-7 stream is almost deterministic
+    assert history.flops == pytest.approx(model.flops_per_token(16) * cfg.total_tokens)
+
+
+def test_last_batch_is_cut_at_the_token_budget():
+    model = TinyLM(MODEL)
+    cfg = TrainConfig(total_tokens=16 * 10, context_len=16, eval_tokens=64)
+    history = train_lm(model, periodic_data(), lambda step, seen: BatchPlan(1e-3, 4), cfg)
+    assert history.batch_size == [4, 4, 2] and history.tokens[-1] == 160
+
+
+def test_accumulation_over_micro_batches_matches_one_big_batch():
+    def final_params(micro):
+        torch.manual_seed(0)
+        model = TinyLM(MODEL).double()
+        cfg = TrainConfig(total_tokens=16 * 8 * 3, context_len=16, micro_batch_size=micro, eval_tokens=64)
+        train_lm(model, periodic_data(), lambda step, seen: BatchPlan(1e-2, 8), cfg)
+        return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+    torch.testing.assert_close(final_params(8), final_params(3), rtol=1e-9, atol=1e-11)
+
+
+def test_resume_from_checkpoint_is_bit_identical(tmp_path):
+    def fresh():
+        torch.manual_seed(1)
+        return TinyLM(MODEL)
+
+    schedule = CosineSchedule(peak_lr=5e-3, batch_size=4, total_tokens=16 * 4 * 12)
+    base = dict(total_tokens=16 * 4 * 12, context_len=16, eval_every_tokens=16 * 4 * 4, eval_tokens=128, seed=3)
+    straight = fresh()
+    h_straight = train_lm(straight, periodic_data(), schedule, TrainConfig(**base))
+
+    ckpt = tmp_path / "lm.ckpt"
+    cfg = TrainConfig(**base, checkpoint_path=str(ckpt), checkpoint_every_steps=5)
+    train_lm(fresh(), periodic_data(), schedule, cfg, max_steps=7)  # "killed" after 7 steps (checkpoint at 5, 7)
+    resumed = fresh()  # a new process would start from a fresh model and load the checkpoint
+    h_resumed = train_lm(resumed, periodic_data(), schedule, cfg)
+    for a, b in zip(straight.parameters(), resumed.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert h_resumed.train_loss == h_straight.train_loss and h_resumed.val_loss == h_straight.val_loss
+
+
+def test_bad_schedules_and_divergence_raise():
+    model = TinyLM(MODEL)
+    cfg = TrainConfig(total_tokens=16 * 40, context_len=16, eval_tokens=64)
+    with pytest.raises(ValueError, match="batch_size=0 at step 0"):
+        train_lm(model, periodic_data(), lambda step, seen: BatchPlan(1e-3, 0), cfg)
+    with pytest.raises(ValueError, match="lr=nan"):
+        train_lm(model, periodic_data(), lambda step, seen: BatchPlan(math.nan, 2), cfg)
+    with torch.no_grad():
+        model.head.weight.fill_(math.inf)
+    with pytest.raises(TrainingDiverged, match="at step 0"):
+        train_lm(model, periodic_data(), lambda step, seen: BatchPlan(1e-3, 2), cfg)
