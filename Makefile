@@ -10,7 +10,6 @@ $(PY):
 
 # torch==2.13.0 first: its CPU build lies on this machine's disk; a bare `torch` would pull a CUDA build.
 $(STAMP): $(PY) pyproject.toml
-	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[all,dev]'
 	touch $(STAMP)
