@@ -206,7 +206,8 @@ def evaluate(model: nn.Module, data: TokenData, context_len: int, n_tokens: int,
     """Mean next-token cross-entropy (nats) over the fixed validation windows (model put back in its mode)."""
     was_training = model.training
     model.eval()
-    windows = data.eval_windows(context_len, n_tokens)  # (N, T + 1)
+    device = next(model.parameters()).device
+    windows = data.eval_windows(context_len, n_tokens).to(device)  # (N, T + 1)
     total, count = 0.0, 0
     for chunk in windows.split(micro_batch_size):
         out = model(chunk[:, :-1], chunk[:, 1:])
@@ -270,13 +271,14 @@ def train_lm(
     history = TrainHistory()
     ckpt = Path(config.checkpoint_path) if config.checkpoint_path else None
     if ckpt is not None and ckpt.is_file():
-        state = torch.load(ckpt, weights_only=False)
+        state = torch.load(ckpt, weights_only=False, map_location="cpu")  # optimizer state follows the params
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         generator.set_state(state["generator"])
         history = TrainHistory(**state["history"])
     flops_per_token = model.flops_per_token(config.context_len) if hasattr(model, "flops_per_token") else 0.0
     T = config.context_len
+    device = next(model.parameters()).device  # batches follow the model (a GPU run moves the model first)
     model.train()
     if progress is not None and history.tokens_seen:
         progress.update(history.tokens_seen)
@@ -298,7 +300,8 @@ def train_lm(
         batch = min(plan.batch_size, math.ceil((config.total_tokens - seen) / T))
         for group in optimizer.param_groups:  # Step 2
             group["lr"] = plan.lr
-        x, y = data.sample(batch, T, generator)  # Step 3: (B, T) each
+        x, y = data.sample(batch, T, generator)  # Step 3: (B, T) each, drawn on the CPU for reproducibility
+        x, y = x.to(device), y.to(device)
         optimizer.zero_grad(set_to_none=True)
         loss_sum = 0.0
         for xs, ys in zip(x.split(config.micro_batch_size), y.split(config.micro_batch_size), strict=True):
