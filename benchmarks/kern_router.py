@@ -1,0 +1,56 @@
+"""Micro-benchmark of the KERN router against Softmax, Sigmoid and Tanh: forward + backward wall time.
+
+The paper (arXiv 2509.25913) calls KERN "zero-additional-cost". This script times each router of
+``iclr26.kern.ROUTERS`` on the same input and weights (routers interleaved round by round) and prints the median and
+minimum times and the ratio to Softmax. ``iclr26 run kern`` records the same measurement at its configured size.
+
+Usage::
+
+    .venv/bin/python benchmarks/kern_router.py --tokens 4096 --d-model 1024 --experts 64 --k 8 --repeats 50
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from iclr26.kern import ROUTERS, Router
+from iclr26.kern.analysis import time_routers
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=4096, help="tokens per call N")
+    parser.add_argument("--d-model", type=int, default=1024, help="hidden size D")
+    parser.add_argument("--experts", type=int, default=64, help="experts E")
+    parser.add_argument("--k", type=int, default=8, help="experts per token")
+    parser.add_argument("--repeats", type=int, default=50, help="timed rounds")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1, as in iclr26 run kern)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    gen = torch.Generator().manual_seed(args.seed)
+    x = torch.randn(args.tokens, args.d_model, generator=gen).to(args.device)
+    weight = torch.randn(args.experts, args.d_model, generator=gen) * 0.02
+    routers = {}
+    for name in ROUTERS:
+        router = Router(args.d_model, args.experts, args.k, name).to(args.device)
+        with torch.no_grad():
+            router.proj.weight.copy_(weight)
+            router.proj.bias.zero_()
+        routers[name] = router
+    timings = time_routers(routers, x, repeats=args.repeats)
+    base = timings["softmax"]
+    print(
+        f"N={args.tokens} D={args.d_model} E={args.experts} k={args.k} device={args.device} "
+        f"threads={torch.get_num_threads()} repeats={args.repeats}"
+    )
+    print(f"{'router':<15}{'median ms':>12}{'min ms':>10}{'median / softmax':>18}")
+    for name, t in timings.items():
+        print(f"{name:<15}{t.median_ms:>12.3f}{t.min_ms:>10.3f}{t.median_ms / base.median_ms:>18.3f}")
+
+
+if __name__ == "__main__":
+    main()

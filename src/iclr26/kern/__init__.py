@@ -1,0 +1,39 @@
+"""KERN (ICLR 2026, arXiv 2509.25913): the FFN-style MoE router ``γ · ReLU(ℓ2-norm(W x + b))`` and its family.
+
+Drop-in components: :class:`Router` (Softmax, Sigmoid, Tanh, KERN and any member of the family via
+:class:`RouterSpec`) and :class:`MoEFeedForward`, a top-k mixture-of-experts block for
+:class:`iclr26.common.tinylm.TinyLM` (``TinyLM(cfg, ffn_factory=lambda i: MoEFeedForward(...))``).
+"""
+
+from iclr26.kern.moe import Dispatch, MoEFeedForward, expert_capacity, group_by_expert
+from iclr26.kern.router import (
+    ROUTERS,
+    Router,
+    RouterOutput,
+    RouterSpec,
+    TopK,
+    activate,
+    expert_counts,
+    gate_scores,
+    normalize,
+    select_top_k,
+    switch_balance_loss,
+)
+
+__all__ = [
+    "ROUTERS",
+    "Dispatch",
+    "MoEFeedForward",
+    "Router",
+    "RouterOutput",
+    "RouterSpec",
+    "TopK",
+    "activate",
+    "expert_capacity",
+    "expert_counts",
+    "gate_scores",
+    "group_by_expert",
+    "normalize",
+    "select_top_k",
+    "switch_balance_loss",
+]

@@ -1,0 +1,134 @@
+"""Measurements around the KERN router: output scale at initialisation, router cost, expert-load balance.
+
+Paper: "Understanding the Mixture-of-Experts with Nadaraya-Watson Kernel", Zheng et al., ICLR 2026,
+arXiv 2509.25913.
+
+* :func:`init_output_second_moment` — the paper's scale argument (§3.4 as summarised by its reviewers): with expert
+  outputs ``E_m(x)`` independent, zero-mean and of unit variance per coordinate, the MoE output's second moment per
+  coordinate is ``E[Σ_m g_m²]``. Under KERN the kept gates are a slice of a unit vector (times γ), so this does not
+  grow or shrink with the number of experts ``M`` when ``K / M`` is fixed; under Softmax it shrinks like ``1 / M``.
+* :func:`time_routers` — wall time of routers' forward + backward (the "zero additional cost" claim).
+* :func:`coefficient_of_variation` — the load-balance metric ``std(c) / mean(c)`` of assignments per expert.
+
+Glossary: ``N`` tokens, ``D`` hidden size, ``E`` experts, ``K`` experts per token.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from iclr26.kern.router import Router, RouterSpec
+
+
+def coefficient_of_variation(counts: Tensor) -> float:
+    """``std(c) / mean(c)`` (population std) of per-expert assignment counts ``c: (E,)``; 0 for perfect balance.
+
+    Raises:
+        ValueError: if ``counts`` is empty or sums to zero.
+    """
+    c = counts.double()
+    if c.numel() == 0 or float(c.sum()) <= 0:
+        raise ValueError(f"counts must be a non-empty vector with a positive sum, got {counts.tolist()}")
+    return float(c.std(unbiased=False) / c.mean())
+
+
+@torch.no_grad()
+def init_output_second_moment(
+    spec: RouterSpec | str,
+    *,
+    d_model: int,
+    num_experts: int,
+    k: int,
+    n_tokens: int,
+    init_std: float = 0.02,
+    generator: torch.Generator | None = None,
+) -> float:
+    """Monte-Carlo ``E[Σ_m g_m²]`` of a freshly initialised router on Gaussian inputs.
+
+    This is ``E‖MoE(x)‖² / D`` when the experts' outputs are independent with zero mean and unit variance
+    (``E‖Σ_m g_m e_m‖² = Σ_m g_m² E‖e_m‖²``).
+
+    Args:
+        spec: router name or :class:`RouterSpec`.
+        d_model: hidden size ``D``.
+        num_experts: ``E`` (``M`` in the paper).
+        k: experts per token.
+        n_tokens: Monte-Carlo sample size ``N``.
+        init_std: standard deviation of the router weights (bias 0), TinyLM's 0.02 by default.
+        generator: source of randomness for the weights and the inputs ``x ~ N(0, I_D)``.
+
+    Returns:
+        The sample mean of ``Σ_m g_m²`` over the tokens, in float64.
+    """
+    router = Router(d_model, num_experts, k, spec).double()
+    router.proj.weight.copy_(torch.randn(num_experts, d_model, generator=generator, dtype=torch.float64) * init_std)
+    router.proj.bias.zero_()
+    x = torch.randn(n_tokens, d_model, generator=generator, dtype=torch.float64)  # (N, D)
+    weights = router(x).combine_weights  # (N, K)
+    return float(weights.pow(2).sum(dim=-1).mean())
+
+
+@dataclass(frozen=True)
+class RouterTiming:
+    """Forward + backward wall time of one router call.
+
+    Attributes:
+        median_ms: median over the timed repeats, milliseconds.
+        min_ms: fastest repeat, milliseconds (the least disturbed by other processes on a shared machine).
+        repeats: number of timed repeats (after the warm-up).
+    """
+
+    median_ms: float
+    min_ms: float
+    repeats: int
+
+
+def time_routers(
+    routers: dict[str, Router], x: Tensor, *, repeats: int = 20, warmup: int = 3
+) -> dict[str, RouterTiming]:
+    """Time each router's forward plus the backward of ``Σ combine_weights + balance_loss``, interleaved.
+
+    Each round calls every router once, in an order rotated from round to round, so that a slow spell of a shared
+    machine hits all routers alike.
+
+    Args:
+        routers: name -> router (their parameters receive gradients; zeroed before each call).
+        x: ``(N, D)`` input (a leaf; its gradient is computed too, as inside a network).
+        repeats: timed rounds.
+        warmup: untimed rounds first.
+
+    Returns:
+        name -> :class:`RouterTiming`.
+
+    Raises:
+        ValueError: if ``routers`` is empty, ``repeats < 1`` or ``warmup < 0``.
+    """
+    if not routers or repeats < 1 or warmup < 0:
+        raise ValueError(
+            f"need at least one router, repeats >= 1 and warmup >= 0; got {len(routers)} routers, "
+            f"repeats={repeats}, warmup={warmup}"
+        )
+    x = x.detach().requires_grad_(True)
+    sync = torch.cuda.synchronize if x.is_cuda else (lambda: None)
+    names = list(routers)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(warmup + repeats):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            router = routers[name]
+            router.zero_grad(set_to_none=True)
+            x.grad = None
+            sync()
+            t0 = time.perf_counter()
+            out = router(x)
+            (out.combine_weights.sum() + out.balance_loss).backward()
+            sync()
+            if i >= warmup:
+                times[name].append((time.perf_counter() - t0) * 1e3)
+    return {
+        name: RouterTiming(median_ms=statistics.median(t), min_ms=min(t), repeats=repeats) for name, t in times.items()
+    }

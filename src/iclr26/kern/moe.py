@@ -1,0 +1,203 @@
+"""A top-k mixture-of-experts feed-forward block for :class:`iclr26.common.tinylm.TinyLM`, with any router.
+
+Paper: "Understanding the Mixture-of-Experts with Nadaraya-Watson Kernel", Zheng et al., ICLR 2026,
+arXiv 2509.25913. The block computes ``MoE(x) = Σ_{m ∈ TopK(x)} g_m(x) E_m(x)`` (the paper's Nadaraya-Watson form
+of MoE) where ``g`` comes from a :class:`~iclr26.kern.router.Router` (Softmax, Sigmoid, Tanh, KERN, ...) and each
+expert ``E_m`` is a GELU MLP ``W2_m · GELU(W1_m x + b1_m) + b2_m`` like the model's dense MLP.
+
+One forward pass over ``N`` tokens:
+
+1. route: ``RouterOutput`` (experts ``(N, K)``, weights ``(N, K)``, balance loss);
+2. group the ``N · K`` assignments by expert with a stable sort (:func:`group_by_expert`); with a capacity factor,
+   an expert keeps only its first ``C = ⌈cf · N · K / E⌉`` assignments in token order (off by default: dropless);
+3. gather the tokens of each expert (one index operation), run each expert on its contiguous slice;
+4. scale each result by its combine weight and scatter-add it back to its token (``index_add_``);
+5. return ``FFNOutput(y, aux_loss = α · balance_loss)`` with ``α`` = ``aux_loss_coef``.
+
+The block also keeps statistics for the reproduction (no effect on the computation): assignments per expert
+(``load_counts``), dropped assignments, and, when ``time_router`` is set, the seconds spent in the router's forward.
+
+Glossary: ``B`` batch, ``T`` tokens per sequence, ``N = B · T``, ``D`` model width, ``E`` experts, ``K`` experts per
+token, ``H`` expert hidden width, ``S`` kept assignments (``N · K`` without a capacity limit).
+
+Deviations:
+    * The paper specifies neither the load-balancing loss nor capacity handling; the Switch loss with
+      ``aux_loss_coef = 0.01`` (Fedus et al. 2022) and dropless routing are our choices, the same for every router.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from iclr26.common.tinylm import FFNOutput
+from iclr26.kern.router import Router, RouterSpec, expert_counts
+
+
+class Dispatch(NamedTuple):
+    """Assignments grouped by expert.
+
+    Attributes:
+        assignment: ``(S,)`` long, index into the flattened ``(N · K)`` assignments, sorted by expert (stable, so
+            tokens keep their order within an expert).
+        token: ``(S,)`` long, the token of each kept assignment (``assignment // K``).
+        counts: ``(E,)`` long, kept assignments per expert (``counts.sum() == S``).
+        dropped: number of assignments dropped by the capacity limit.
+    """
+
+    assignment: Tensor
+    token: Tensor
+    counts: Tensor
+    dropped: int
+
+
+def expert_capacity(num_tokens: int, k: int, num_experts: int, capacity_factor: float) -> int:
+    """Slots per expert: ``C = ⌈cf · N · K / E⌉`` (GShard / Switch)."""
+    return math.ceil(capacity_factor * num_tokens * k / num_experts)
+
+
+def group_by_expert(expert_index: Tensor, num_experts: int, capacity: int | None = None) -> Dispatch:
+    """Sort the ``N · K`` assignments by expert; keep at most ``capacity`` per expert (the earliest tokens).
+
+    Args:
+        expert_index: ``(N, K)`` long.
+        num_experts: ``E``.
+        capacity: slots per expert, or None for no limit.
+
+    Returns:
+        The :class:`Dispatch`.
+    """
+    n_tokens, k = expert_index.shape
+    flat = expert_index.reshape(-1)  # (N·K,)
+    order = torch.argsort(flat, stable=True)  # (N·K,)
+    counts = expert_counts(flat, num_experts)  # (E,)
+    dropped = 0
+    if capacity is not None:
+        starts = torch.cumsum(counts, 0) - counts  # (E,) first sorted position of each expert
+        position = torch.arange(flat.numel(), device=flat.device) - starts[flat[order]]  # rank within its expert
+        keep = position < capacity
+        dropped = int((~keep).sum())
+        order = order[keep]
+        counts = counts.clamp(max=capacity)
+    return Dispatch(assignment=order, token=torch.div(order, k, rounding_mode="floor"), counts=counts, dropped=dropped)
+
+
+class MoEFeedForward(nn.Module):
+    """Top-k MoE feed-forward block: ``y = Σ_{m ∈ TopK} g_m(x) · E_m(x)``.
+
+    Args:
+        d_model: model width ``D``.
+        num_experts: experts ``E``.
+        k: experts per token ``K``.
+        d_expert: hidden width ``H`` of each expert (``d_ff / K`` matches a dense MLP's active parameters).
+        router: router name (see :data:`iclr26.kern.router.ROUTERS`) or a :class:`RouterSpec`.
+        aux_loss_coef: weight ``α`` of the Switch load-balancing loss (0 disables it).
+        capacity_factor: None for dropless routing, else the capacity factor ``cf > 0``.
+        router_bias: use the router bias ``b``.
+        dropout: dropout on the block output (as the dense MLP).
+        init_std: standard deviation of the expert weight initialisation (0.02: TinyLM's ``nn.Linear`` init).
+
+    Shapes:
+        ``forward(x: (..., D)) -> FFNOutput(y (..., D), aux_loss scalar | None)``.
+
+    Raises:
+        ValueError: for a non-positive size, ``k`` outside ``[1, E]``, ``aux_loss_coef < 0`` or ``capacity_factor
+            <= 0``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        num_experts: int,
+        k: int,
+        d_expert: int,
+        router: str | RouterSpec = "kern",
+        aux_loss_coef: float = 0.01,
+        capacity_factor: float | None = None,
+        router_bias: bool = True,
+        dropout: float = 0.0,
+        init_std: float = 0.02,
+    ) -> None:
+        super().__init__()
+        if d_expert < 1:
+            raise ValueError(f"d_expert must be positive, got {d_expert}")
+        if not aux_loss_coef >= 0:
+            raise ValueError(f"aux_loss_coef must be non-negative, got {aux_loss_coef}")
+        if capacity_factor is not None and not capacity_factor > 0:
+            raise ValueError(f"capacity_factor must be positive or None (dropless), got {capacity_factor}")
+        self.router = Router(d_model, num_experts, k, router, bias=router_bias)
+        self.d_model, self.num_experts, self.k, self.d_expert = d_model, num_experts, k, d_expert
+        self.aux_loss_coef, self.capacity_factor = aux_loss_coef, capacity_factor
+        self.w1 = nn.Parameter(torch.randn(num_experts, d_model, d_expert) * init_std)  # (E, D, H)
+        self.b1 = nn.Parameter(torch.zeros(num_experts, d_expert))  # (E, H)
+        self.w2 = nn.Parameter(torch.randn(num_experts, d_expert, d_model) * init_std)  # (E, H, D)
+        self.b2 = nn.Parameter(torch.zeros(num_experts, d_model))  # (E, D)
+        self.drop = nn.Dropout(dropout)
+        self.time_router = False
+        self.register_buffer("load_counts", torch.zeros(num_experts, dtype=torch.long), persistent=False)
+        self.reset_stats()
+
+    def reset_stats(self) -> None:
+        """Zero the statistics: ``load_counts``, ``dropped``, ``router_time_s``, ``router_calls``."""
+        self.load_counts.zero_()
+        self.dropped = 0
+        self.router_time_s = 0.0
+        self.router_calls = 0
+
+    def expert(self, e: int, x: Tensor) -> Tensor:
+        """Expert ``e`` on its tokens: ``W2_e · GELU(W1_e x + b1_e) + b2_e``, ``x: (n, D) -> (n, D)``."""
+        return F.gelu(x @ self.w1[e] + self.b1[e]) @ self.w2[e] + self.b2[e]
+
+    def active_parameters(self) -> int:
+        """Parameters one token uses: the router plus ``K`` experts."""
+        per_expert = self.w1[0].numel() + self.b1[0].numel() + self.w2[0].numel() + self.b2[0].numel()
+        return sum(p.numel() for p in self.router.parameters()) + self.k * per_expert
+
+    def _route(self, flat: Tensor):
+        if not self.time_router:
+            return self.router(flat)
+        if flat.is_cuda:
+            torch.cuda.synchronize(flat.device)
+        t0 = time.perf_counter()
+        out = self.router(flat)
+        if flat.is_cuda:
+            torch.cuda.synchronize(flat.device)
+        self.router_time_s += time.perf_counter() - t0
+        self.router_calls += 1
+        return out
+
+    def forward(self, x: Tensor) -> FFNOutput:
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x: expected hidden size {self.d_model} in the last dimension, got {tuple(x.shape)}")
+        flat = x.reshape(-1, self.d_model)  # (N, D)
+        routed = self._route(flat)  # Step 1
+        capacity = (
+            None
+            if self.capacity_factor is None
+            else expert_capacity(flat.shape[0], self.k, self.num_experts, self.capacity_factor)
+        )
+        groups = group_by_expert(routed.expert_index, self.num_experts, capacity)  # Step 2
+        xs = flat[groups.token]  # (S, D), Step 3
+        ys = torch.cat(
+            [self.expert(e, chunk) for e, chunk in enumerate(xs.split(groups.counts.tolist()))], dim=0
+        )  # (S, D)
+        weights = routed.combine_weights.reshape(-1)[groups.assignment]  # (S,)
+        # Step 4: y_t = Σ_{m ∈ TopK(t)} g_tm E_m(x_t)
+        y = torch.zeros_like(flat).index_add_(0, groups.token, ys * weights[:, None].to(ys.dtype))  # (N, D)
+        with torch.no_grad():
+            self.load_counts += groups.counts
+            self.dropped += groups.dropped
+        aux = self.aux_loss_coef * routed.balance_loss if self.aux_loss_coef > 0 else None  # Step 5
+        return FFNOutput(self.drop(y).reshape(x.shape), aux)
+
+    def extra_repr(self) -> str:
+        return (
+            f"d_model={self.d_model}, num_experts={self.num_experts}, k={self.k}, d_expert={self.d_expert}, "
+            f"aux_loss_coef={self.aux_loss_coef}, capacity_factor={self.capacity_factor}"
+        )

@@ -1,0 +1,364 @@
+"""Top-k mixture-of-experts routers: Softmax, Sigmoid, Tanh and KERN, as members of one FFN-style family.
+
+Paper: "Understanding the Mixture-of-Experts with Nadaraya-Watson Kernel", Zheng et al., ICLR 2026,
+arXiv 2509.25913, OpenReview NdDlqHV1md. Implemented: the KERN router (Kernel Inspired Router with Normalization,
+§3, Eqs. (3)-(4) of the paper as reported by its reviewers) and the general "FFN-style" router family
+``g(x) = γ · act(norm(W x + b))`` that the paper says contains the Sigmoid- and Softmax-based routers.
+
+One routing step for a token representation ``x`` (``Φ(x)`` in the paper), ``M`` = ``num_experts`` experts:
+
+1. logits ``s = W x + b`` (a linear layer, the same for every router);
+2. KERN: ℓ2-normalise over all M experts, ``s̄ = s / (‖s‖₂ + ε)``;
+3. KERN: activation ``r = ReLU(s̄)``;
+4. KERN: scale ``ĝ = γ · r`` with one learnable scalar γ (initialised to 1);
+5. keep the top-k experts, ``g_m = ĝ_m · 1[m ∈ TopK(s)]``; KERN does not renormalise (no simplex);
+6. (in :mod:`iclr26.kern.moe`) the layer output is ``Σ_m g_m E_m(x)``.
+
+The family: steps 2-3 are ``act ∘ norm`` (``order="norm_act"``, the KERN default) or ``norm ∘ act``
+(``order="act_norm"``); ``act`` ∈ {relu, exp, sigmoid, tanh, identity}, ``norm`` ∈ {l2, l1, none}. Softmax is
+``exp`` then ``l1`` (``act_norm``); the Sigmoid router is ``sigmoid`` with no normalisation and the selected
+weights renormalised to sum to one (DeepSeek-V3 style); Tanh is ``tanh`` with no normalisation.
+
+Top-k is taken on the logits ``s``: every activation of the family is non-decreasing and every normalisation divides
+a token's scores by one positive number, so the ordering of ``s`` is the ordering of the gates (ties in the ReLU
+zero region are then broken by ``s``, and the tied experts get weight 0).
+
+Glossary: ``N`` tokens (batch and sequence flattened), ``D`` hidden size, ``E`` experts (``M`` in the paper),
+``K`` experts per token (top-k).
+
+Deviations:
+    * The paper's text orders normalisation and activation inconsistently (reviewer 1: Eq. (4) activates before it
+      normalises, Eq. (3) the other way round). Both orders are available (``order``); the default ``norm_act``
+      follows reviewer 2's ``γ · ReLU(norm(xW))`` and the meta-review's "ℓ2-normalization, ReLU activation, and a
+      learnable global scaler" (the PDF itself could not be read).
+    * The paper does not name its load-balancing loss; :func:`switch_balance_loss` (Switch Transformer, Fedus et al.
+      2022, Eq. (4)) is applied to ``softmax(s)`` for every router, so all routers get the identical loss.
+    * The "Monte Carlo initialisation" mentioned by one summary of the paper is not implemented (no source describes
+      it); the router weights use the host model's initialisation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+Activation = Literal["relu", "exp", "sigmoid", "tanh", "identity"]
+Normalization = Literal["l2", "l1", "none"]
+Order = Literal["norm_act", "act_norm"]
+
+ACTIVATIONS: tuple[str, ...] = ("relu", "exp", "sigmoid", "tanh", "identity")
+NORMALIZATIONS: tuple[str, ...] = ("l2", "l1", "none")
+ORDERS: tuple[str, ...] = ("norm_act", "act_norm")
+NONNEGATIVE_ACTIVATIONS: tuple[str, ...] = ("relu", "exp", "sigmoid")
+
+
+def default_eps(dtype: torch.dtype) -> float:
+    """The ε of the normalisations for ``dtype``: machine epsilon of that floating type."""
+    return torch.finfo(dtype).eps
+
+
+def activate(scores: Tensor, activation: Activation) -> Tensor:
+    """Apply an elementwise router activation.
+
+    Args:
+        scores: any shape.
+        activation: ``relu``, ``exp``, ``sigmoid``, ``tanh`` or ``identity``.
+
+    Returns:
+        A tensor of the same shape.
+
+    Raises:
+        ValueError: for an unknown ``activation``.
+    """
+    if activation == "relu":
+        return F.relu(scores)
+    if activation == "exp":
+        return torch.exp(scores)
+    if activation == "sigmoid":
+        return torch.sigmoid(scores)
+    if activation == "tanh":
+        return torch.tanh(scores)
+    if activation == "identity":
+        return scores
+    raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+
+
+def normalize(scores: Tensor, normalization: Normalization, eps: float) -> Tensor:
+    """Normalise each token's scores over the expert (last) dimension.
+
+    ``l2``: ``v / (‖v‖₂ + ε)``; ``l1``: ``v / (‖v‖₁ + ε)``; ``none``: ``v``.
+
+    Args:
+        scores: ``(..., E)``.
+        normalization: ``l2``, ``l1`` or ``none``.
+        eps: ε added to the norm (keeps an all-zero row at zero instead of dividing by zero).
+
+    Returns:
+        ``(..., E)``.
+
+    Raises:
+        ValueError: for an unknown ``normalization``.
+    """
+    if normalization == "l2":
+        return scores / (torch.linalg.vector_norm(scores, ord=2, dim=-1, keepdim=True) + eps)
+    if normalization == "l1":
+        return scores / (torch.linalg.vector_norm(scores, ord=1, dim=-1, keepdim=True) + eps)
+    if normalization == "none":
+        return scores
+    raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
+
+
+def gate_scores(
+    logits: Tensor,
+    *,
+    activation: Activation,
+    normalization: Normalization,
+    order: Order,
+    gamma: Tensor | float = 1.0,
+    eps: float | None = None,
+) -> Tensor:
+    """Dense gate values of the FFN-style router family, before top-k: ``γ · act(norm(s))`` or ``γ · norm(act(s))``.
+
+    Args:
+        logits: router logits ``s``, ``(N, E)``.
+        activation: elementwise activation.
+        normalization: normalisation over the experts.
+        order: ``norm_act`` (normalise, then activate: KERN's Eq. (3)) or ``act_norm`` (activate, then normalise:
+            the paper's Eq. (4); Softmax is ``exp`` then ``l1`` in this order).
+        gamma: the global scale γ (a scalar tensor or float).
+        eps: ε of the normalisation; default :func:`default_eps` of ``logits.dtype``.
+
+    Returns:
+        ``ĝ``, ``(N, E)``.
+    """
+    eps = default_eps(logits.dtype) if eps is None else eps
+    if order == "norm_act":
+        # Eq. (3), KERN: ĝ = γ · ReLU(s / (‖s‖₂ + ε))
+        return gamma * activate(normalize(logits, normalization, eps), activation)
+    if order != "act_norm":
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    if activation == "exp" and normalization == "l1":
+        # exp(s) / ‖exp(s)‖₁ is softmax(s); computed with the max subtracted (log-sum-exp) so it cannot overflow.
+        # The ε of the generic l1 branch is dropped here: the denominator is ≥ 1 after the shift.
+        return gamma * torch.softmax(logits, dim=-1)
+    # Eq. (4): ĝ = γ · norm(act(s))
+    return gamma * normalize(activate(logits, activation), normalization, eps)
+
+
+class TopK(NamedTuple):
+    """The experts chosen for each token and their combine weights.
+
+    Attributes:
+        expert_index: ``(N, K)`` long, experts in decreasing order of the logit.
+        combine_weights: ``(N, K)``, the gates ``g`` of the chosen experts.
+    """
+
+    expert_index: Tensor
+    combine_weights: Tensor
+
+
+def select_top_k(logits: Tensor, gates: Tensor, k: int, *, renormalize: bool, eps: float | None = None) -> TopK:
+    """Keep the ``k`` experts with the largest logits; optionally renormalise their gates to sum to one.
+
+    Args:
+        logits: ``(N, E)``, used for the ordering (see the module docstring).
+        gates: ``(N, E)`` dense gate values ``ĝ``.
+        k: experts per token, ``1 ≤ k ≤ E``.
+        renormalize: divide the kept gates by their sum (``+ ε``), as the Sigmoid router of DeepSeek-V3 does.
+        eps: ε of the renormalisation; default :func:`default_eps` of ``gates.dtype``.
+
+    Returns:
+        :class:`TopK` with ``expert_index`` and ``combine_weights`` of shape ``(N, K)``.
+
+    Raises:
+        ValueError: if ``k`` is out of range.
+    """
+    num_experts = logits.shape[-1]
+    if not 1 <= k <= num_experts:
+        raise ValueError(f"k must lie in [1, num_experts={num_experts}], got {k}")
+    index = torch.topk(logits, k, dim=-1).indices  # (N, K)
+    weights = torch.gather(gates, -1, index)  # (N, K)
+    if renormalize:
+        eps = default_eps(gates.dtype) if eps is None else eps
+        weights = weights / (weights.sum(dim=-1, keepdim=True) + eps)
+    return TopK(index, weights)
+
+
+def expert_counts(expert_index: Tensor, num_experts: int) -> Tensor:
+    """Assignments per expert: ``c_e = Σ_t Σ_j 1[index_tj = e]``, ``(E,)`` long."""
+    return torch.bincount(expert_index.reshape(-1), minlength=num_experts)
+
+
+def switch_balance_loss(logits: Tensor, expert_index: Tensor) -> Tensor:
+    """Switch-Transformer load-balancing loss, unweighted: ``E · Σ_e f_e · P_e``.
+
+    ``f_e`` is the fraction of the ``N · K`` token-to-expert assignments that go to expert ``e`` (no gradient) and
+    ``P_e`` the mean over tokens of ``softmax(s)_e`` (Fedus et al. 2022, Eq. (4), with top-k assignments counted
+    as in GShard). Its minimum, 1, is reached by uniform assignments with uniform probabilities.
+
+    Args:
+        logits: ``(N, E)`` router logits.
+        expert_index: ``(N, K)`` chosen experts.
+
+    Returns:
+        A scalar tensor.
+    """
+    num_experts = logits.shape[-1]
+    f = expert_counts(expert_index, num_experts).to(logits.dtype) / expert_index.numel()  # (E,)
+    p = torch.softmax(logits, dim=-1).mean(dim=0)  # (E,)
+    # Switch Eq. (4): loss = E · Σ_e f_e P_e
+    return num_experts * torch.dot(f, p)
+
+
+@dataclass(frozen=True)
+class RouterSpec:
+    """One member of the FFN-style router family.
+
+    Attributes:
+        activation: elementwise activation ``act``.
+        normalization: normalisation over the experts ``norm``.
+        order: ``norm_act`` (``act(norm(s))``) or ``act_norm`` (``norm(act(s))``).
+        learnable_gamma: γ is a trained scalar (KERN) instead of the constant 1.
+        renormalize: the kept top-k gates are divided by their sum (requires a non-negative activation).
+    """
+
+    activation: Activation
+    normalization: Normalization
+    order: Order
+    learnable_gamma: bool = False
+    renormalize: bool = False
+
+    def __post_init__(self) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
+        if self.renormalize and self.activation not in NONNEGATIVE_ACTIVATIONS:
+            raise ValueError(
+                f"renormalize=True needs a non-negative activation {NONNEGATIVE_ACTIVATIONS}: the sum of "
+                f"{self.activation!r} gates can be zero; set renormalize=False"
+            )
+
+
+ROUTERS: dict[str, RouterSpec] = {
+    # Softmax over all experts, top-k, no renormalisation (GShard / Switch / DeepSeek-V2 style).
+    "softmax": RouterSpec(activation="exp", normalization="l1", order="act_norm"),
+    # Sigmoid scores, top-k, selected weights renormalised to sum to one (DeepSeek-V3 style).
+    "sigmoid": RouterSpec(activation="sigmoid", normalization="none", order="act_norm", renormalize=True),
+    # Tanh scores, top-k, no renormalisation (the paper's Tanh baseline; its exact form is not in any source read).
+    "tanh": RouterSpec(activation="tanh", normalization="none", order="act_norm"),
+    # KERN, Eq. (3): γ · ReLU(ℓ2-norm(s)), learnable γ, no renormalisation.
+    "kern": RouterSpec(activation="relu", normalization="l2", order="norm_act", learnable_gamma=True),
+    # KERN with the other order, Eq. (4): γ · ℓ2-norm(ReLU(s)).
+    "kern_act_norm": RouterSpec(activation="relu", normalization="l2", order="act_norm", learnable_gamma=True),
+}
+
+
+class RouterOutput(NamedTuple):
+    """What a router returns for ``N`` tokens.
+
+    Attributes:
+        expert_index: ``(N, K)`` long, the chosen experts.
+        combine_weights: ``(N, K)``, the weights ``g`` of the chosen experts' outputs.
+        gates: ``(N, E)``, the dense gate values ``ĝ`` before top-k.
+        logits: ``(N, E)``, the router logits ``s``.
+        balance_loss: scalar, the unweighted Switch load-balancing loss (:func:`switch_balance_loss`).
+    """
+
+    expert_index: Tensor
+    combine_weights: Tensor
+    gates: Tensor
+    logits: Tensor
+    balance_loss: Tensor
+
+
+class Router(nn.Module):
+    """A top-k MoE router of the FFN-style family: ``g = TopK(γ · act(norm(W x + b)))``.
+
+    Args:
+        d_model: hidden size ``D`` of the token representations.
+        num_experts: number of experts ``E``.
+        k: experts per token, ``1 ≤ k ≤ E``.
+        spec: the family member, a :class:`RouterSpec` or a name in :data:`ROUTERS`
+            (``softmax``, ``sigmoid``, ``tanh``, ``kern``, ``kern_act_norm``).
+        bias: use the bias ``b`` of the logits (the paper's ``s = W_s Φ(x) + b_s``).
+        eps: ε of the normalisations; default machine epsilon of the input's dtype.
+
+    Shapes:
+        ``forward(x: (..., D)) -> RouterOutput`` with ``N`` = the product of the leading dimensions.
+
+    Raises:
+        ValueError: for ``k`` outside ``[1, num_experts]``, a non-positive size or an unknown router name.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_experts: int,
+        k: int,
+        spec: RouterSpec | str = "kern",
+        *,
+        bias: bool = True,
+        eps: float | None = None,
+    ) -> None:
+        super().__init__()
+        if d_model < 1:
+            raise ValueError(f"d_model must be positive, got {d_model}")
+        if num_experts < 1:
+            raise ValueError(f"num_experts must be positive, got {num_experts}")
+        if not 1 <= k <= num_experts:
+            raise ValueError(f"k must lie in [1, num_experts={num_experts}], got {k}; lower k or add experts")
+        if isinstance(spec, str):
+            if spec not in ROUTERS:
+                raise ValueError(f"spec: unknown router {spec!r}; choose one of {sorted(ROUTERS)}")
+            spec = ROUTERS[spec]
+        if eps is not None and not eps > 0:
+            raise ValueError(f"eps must be positive, got {eps}")
+        self.d_model, self.num_experts, self.k, self.spec, self.eps = d_model, num_experts, k, spec, eps
+        self.proj = nn.Linear(d_model, num_experts, bias=bias)
+        if spec.learnable_gamma:
+            self.gamma = nn.Parameter(torch.ones(()))
+        else:
+            self.register_buffer("gamma", torch.ones(()), persistent=False)
+
+    def forward(self, x: Tensor) -> RouterOutput:
+        if x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"x: expected hidden size {self.d_model} in the last dimension, got shape {tuple(x.shape)}"
+            )
+        flat = x.reshape(-1, self.d_model)  # (N, D)
+        logits = self.proj(flat)  # (N, E): s = W x + b
+        if not torch.isfinite(logits).all():
+            raise FloatingPointError(
+                "router logits contain NaN or inf; check the input x (finite?) and the learning rate"
+            )
+        gates = gate_scores(
+            logits,
+            activation=self.spec.activation,
+            normalization=self.spec.normalization,
+            order=self.spec.order,
+            gamma=self.gamma,
+            eps=self.eps,
+        )  # (N, E)
+        chosen = select_top_k(logits, gates, self.k, renormalize=self.spec.renormalize, eps=self.eps)
+        return RouterOutput(
+            expert_index=chosen.expert_index,
+            combine_weights=chosen.combine_weights,
+            gates=gates,
+            logits=logits,
+            balance_loss=switch_balance_loss(logits, chosen.expert_index),
+        )
+
+    def extra_repr(self) -> str:
+        s = self.spec
+        return (
+            f"d_model={self.d_model}, num_experts={self.num_experts}, k={self.k}, activation={s.activation}, "
+            f"normalization={s.normalization}, order={s.order}, learnable_gamma={s.learnable_gamma}, "
+            f"renormalize={s.renormalize}"
+        )
