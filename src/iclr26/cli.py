@@ -124,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             experiment = load_experiment(args.module)
             print(f"config fields of {args.module} ({experiment.config_cls.__name__}); set with --set KEY=VALUE")
             for name, tp, help_text in field_help(experiment.config_cls):
-                print(f"  {name:<24}{tp:<28}{help_text}")
+                print(f"  {name:<24} {tp:<28} {help_text}")
             return 0
         return _run_one(args.module, args)
     except (UnknownModule, ConfigError, MissingExtra, LookupError) as err:
