@@ -1,0 +1,177 @@
+"""Leaky integrate-and-fire (LIF) neurons with a sigmoid surrogate gradient, multi-step over T timesteps.
+
+Many Eyes, One Mind (MEOM), ICLR 2026, OpenReview NbdEDRRsCI. MEOM's students are spiking networks of LIF neurons
+trained by backpropagation through time with a surrogate gradient. The official MEOM code could not be read; its
+code base is shared with the TWD repository (Intelli-Chip-Lab/snn_temporal_decoupling_distillation,
+``model/layer.py``), whose ``LIFLayer`` is spikingjelly's ``LIFNode`` with ``decay_input=False``, a hard reset to
+``v_reset = 0``, threshold 1, leak factor ``sigmoid(logit(0.5)) = 0.5`` and spikingjelly's default
+``surrogate.Sigmoid(alpha=4)``. This file re-derives that neuron in plain torch (no spikingjelly dependency).
+
+Difference equations, for t = 1..T with V_0 = V_reset (hard reset) or 0 (soft reset):
+
+1. charge:  H_t = V_reset + beta * (V_{t-1} - V_reset) + X_t        (soft reset: H_t = beta * V_{t-1} + X_t)
+2. fire:    S_t = Theta(H_t - V_th)                                   (Theta(0) = 1, as spikingjelly's heaviside)
+3. reset:   V_t = H_t * (1 - S_t) + V_reset * S_t                     (soft reset: V_t = H_t - V_th * S_t)
+
+Backward: dS/dH = alpha * sigmoid(alpha * (H - V_th)) * (1 - sigmoid(alpha * (H - V_th))).
+
+Shapes: T timesteps, B batch, ``*`` any trailing neuron dimensions.
+
+Deviations: none from the TWD neuron; spikingjelly's CUDA/cupy backends are not reproduced (pure torch loop).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+
+class SigmoidSurrogateSpike(torch.autograd.Function):
+    """Heaviside step forward, derivative of ``sigmoid(alpha * x)`` backward (spikingjelly ``surrogate.Sigmoid``)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, alpha: float) -> Tensor:  # type: ignore[override]
+        ctx.save_for_backward(x)
+        ctx.alpha = alpha
+        # S = Theta(x), with Theta(0) = 1
+        return (x >= 0).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+        (x,) = ctx.saved_tensors
+        sig = torch.sigmoid(ctx.alpha * x)
+        # dS/dx ~= alpha * sigmoid(alpha x) * (1 - sigmoid(alpha x))
+        return grad_output * ctx.alpha * sig * (1.0 - sig), None
+
+
+def spike(x: Tensor, alpha: float = 4.0) -> Tensor:
+    """Spikes ``Theta(x)`` with the sigmoid surrogate gradient of sharpness ``alpha``.
+
+    Args:
+        x: membrane potential minus threshold, any shape.
+        alpha: surrogate sharpness (spikingjelly default 4).
+
+    Returns:
+        A tensor of 0/1 values shaped like ``x``.
+    """
+    return SigmoidSurrogateSpike.apply(x, alpha)
+
+
+@dataclass(frozen=True)
+class LIFTrace:
+    """The output of :func:`lif_multistep`.
+
+    Attributes:
+        spikes: S_t, shape (T, B, *), values 0/1.
+        membrane: V_t after the reset of step t, shape (T, B, *).
+    """
+
+    spikes: Tensor
+    membrane: Tensor
+
+
+def lif_multistep(
+    x: Tensor,
+    *,
+    decay: float = 0.5,
+    v_threshold: float = 1.0,
+    v_reset: float | None = 0.0,
+    alpha: float = 4.0,
+    detach_reset: bool = False,
+) -> LIFTrace:
+    """Run LIF neurons over the leading time axis of ``x`` from rest.
+
+    Args:
+        x: input currents X_t, shape (T, B, *).
+        decay: leak factor beta in (0, 1]; spikingjelly's ``1 - 1/tau`` (TWD default 0.5, i.e. tau = 2).
+        v_threshold: firing threshold V_th > V_reset.
+        v_reset: reset potential for a hard reset, or ``None`` for a soft reset (subtract V_th).
+        alpha: surrogate-gradient sharpness.
+        detach_reset: stop the gradient through S_t in the reset step (spikingjelly ``detach_reset``).
+
+    Returns:
+        :class:`LIFTrace` with spikes and post-reset membrane potentials, both (T, B, *).
+
+    Raises:
+        ValueError: if ``x`` has fewer than 2 dimensions, ``decay`` is outside (0, 1], ``alpha`` is not positive or
+            ``v_threshold`` is not above ``v_reset``.
+    """
+    if x.dim() < 2:
+        raise ValueError(f"x: expected shape (T, B, ...), got {tuple(x.shape)}")
+    if not 0.0 < decay <= 1.0:
+        raise ValueError(f"decay: the leak factor must lie in (0, 1], got {decay}")
+    if alpha <= 0:
+        raise ValueError(f"alpha: surrogate sharpness must be positive, got {alpha}")
+    if v_reset is not None and v_threshold <= v_reset:
+        raise ValueError(f"v_threshold: must exceed v_reset={v_reset}, got {v_threshold}")
+    v = torch.full_like(x[0], 0.0 if v_reset is None else v_reset)
+    spikes, membrane = [], []
+    for x_t in x:
+        if v_reset is None:
+            # H_t = beta V_{t-1} + X_t
+            h = decay * v + x_t
+        else:
+            # H_t = V_reset + beta (V_{t-1} - V_reset) + X_t
+            h = v_reset + decay * (v - v_reset) + x_t
+        # S_t = Theta(H_t - V_th)
+        s = spike(h - v_threshold, alpha)
+        s_reset = s.detach() if detach_reset else s
+        if v_reset is None:
+            # V_t = H_t - V_th S_t
+            v = h - v_threshold * s_reset
+        else:
+            # V_t = H_t (1 - S_t) + V_reset S_t
+            v = h * (1.0 - s_reset) + v_reset * s_reset
+        spikes.append(s)
+        membrane.append(v)
+    return LIFTrace(spikes=torch.stack(spikes), membrane=torch.stack(membrane))
+
+
+class LIF(nn.Module):
+    """A layer of LIF neurons, multi-step: (T, B, *) currents in, (T, B, *) spikes out (state reset per call).
+
+    H_t = V_reset + beta (V_{t-1} - V_reset) + X_t;  S_t = Theta(H_t - V_th);  V_t = H_t (1 - S_t) + V_reset S_t.
+
+    Args:
+        decay: leak factor beta (TWD code: 0.5).
+        v_threshold: firing threshold (TWD code: 1.0).
+        v_reset: hard-reset potential, ``None`` for soft reset (TWD code: 0.0).
+        alpha: sigmoid surrogate sharpness (spikingjelly default 4).
+        detach_reset: detach the spike in the reset step (TWD code: False).
+    """
+
+    def __init__(
+        self,
+        *,
+        decay: float = 0.5,
+        v_threshold: float = 1.0,
+        v_reset: float | None = 0.0,
+        alpha: float = 4.0,
+        detach_reset: bool = False,
+    ) -> None:
+        super().__init__()
+        self.decay = decay
+        self.v_threshold = v_threshold
+        self.v_reset = v_reset
+        self.alpha = alpha
+        self.detach_reset = detach_reset
+        # validate once at construction with a dummy input so bad settings fail early
+        lif_multistep(torch.zeros(1, 1), **self._kwargs())
+
+    def _kwargs(self) -> dict:
+        return {
+            "decay": self.decay,
+            "v_threshold": self.v_threshold,
+            "v_reset": self.v_reset,
+            "alpha": self.alpha,
+            "detach_reset": self.detach_reset,
+        }
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Spikes (T, B, *) for input currents (T, B, *)."""
+        return lif_multistep(x, **self._kwargs()).spikes
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self._kwargs().items())

@@ -1,0 +1,428 @@
+"""MEOM distillation losses: TWD (the baseline), TMPD ("many eyes") and TPD ("one mind"), as pure functions.
+
+Many Eyes, One Mind: Temporal Multi-Perspective and Progressive Distillation for Spiking Neural Networks.
+Kai Sun, Peibo Duan, Yongsheng Huang, Nanxu Gong, Levin Kuhlmann. ICLR 2026, OpenReview NbdEDRRsCI.
+
+Given per-timestep student logits z^S_t (t = 1..T) of an SNN and a frozen ANN teacher split into features f^A and a
+classifier head W_c (z^A = W_c(f^A)), one training step's loss is
+
+1. L_CE   = (1/T) sum_t CE(z^S_t, y)                                                 (per-timestep hard loss)
+2. TMPD, "many eyes": a random static mask m_t per timestep gives the teacher's view
+   f~_t = f^A * m_t, z~_t = W_c(f~_t), z^_t = (1 - lambda) z^A + lambda z~_t, and
+   L_TMPD = (1/T) sum_t tau^2 KL(softmax(z^_t / tau) || softmax(z^S_t / tau))
+3. TPD, "one mind": cumulative averages zbar_<=t = (1/t) sum_{k<=t} z^S_k, p_<=t = softmax(zbar_<=t / tau),
+   L_TPD = 1/(T-1) sum_{t=1}^{T-1} tau^2 CE(p_<=t+1 -> p_<=t)   (the later, more complete average is the target)
+4. L = w_ce L_CE + w_tmpd L_TMPD + w_tpd L_TPD, with (w_ce, w_tmpd, w_tpd) = (1, 0.5, 0.3).
+
+The TWD baseline (temporal-wise distillation, Yu et al., ICML 2025) is L_CE + w_kd (1/T) sum_t tau^2
+KL(softmax(z^A / tau) || softmax(z^S_t / tau)): TMPD with lambda = 0 (or all-ones masks) is exactly this KD term.
+
+Sources: L_CE and the KD term (temperature 3, tau^2 scaling, KL summed over classes and averaged over the batch)
+follow the TWD repository (Intelli-Chip-Lab/snn_temporal_decoupling_distillation, ``model/layer.py``: ``cal_loss``,
+``kd_loss``). The MEOM code could not be read: steps 2-4 follow a third-party summary of the paper and its
+OpenReview reviews (unverified against the PDF).
+
+Shapes: T timesteps, B batch, C classes, ``F`` the teacher feature shape without the batch axis (e.g. D, H, W).
+
+Deviations and choices (the paper leaves them open; each is an argument):
+- tau^2 on TMPD and TPD, as on the TWD KD term, so that TMPD reduces exactly to TWD's KD term (the summary
+  writes TMPD and TPD without tau^2).
+- the TPD target p_<=t+1 is detached by default (``detach_target``); the summary does not say.
+- masks are Bernoulli(keep_prob) over the teacher's feature elements, one per timestep, shared by the batch and
+  not rescaled by 1/keep_prob (f~_t = f^A * m_t as written); callers may pass their own (e.g. rescaled) masks.
+- the teacher is frozen: its logits and masked-view logits are computed without gradient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+def _check_logits_per_t(name: str, logits: Tensor) -> tuple[int, int, int]:
+    if logits.dim() != 3:
+        raise ValueError(f"{name}: expected per-timestep logits of shape (T, B, C), got {tuple(logits.shape)}")
+    return tuple(logits.shape)  # type: ignore[return-value]
+
+
+def _check_tau(tau: float) -> None:
+    if not tau > 0:
+        raise ValueError(f"tau: the distillation temperature must be positive, got {tau}")
+
+
+def per_timestep_ce(student_logits_per_t: Tensor, targets: Tensor) -> Tensor:
+    """L_CE = (1/T) sum_t CE(z^S_t, y), the TWD code's ``cal_loss``.
+
+    Args:
+        student_logits_per_t: z^S, shape (T, B, C).
+        targets: y, class indices of shape (B,).
+
+    Returns:
+        A scalar tensor.
+
+    Raises:
+        ValueError: for logits that are not (T, B, C) or targets that are not (B,).
+    """
+    t, b, c = _check_logits_per_t("student_logits_per_t", student_logits_per_t)
+    if targets.shape != (b,):
+        raise ValueError(f"targets: expected class indices of shape ({b},), got {tuple(targets.shape)}")
+    # (1/T) sum_t mean_b CE(z^S_t[b], y[b]) = mean over all (t, b) pairs, as every timestep has B samples
+    return F.cross_entropy(student_logits_per_t.reshape(t * b, c), targets.repeat(t))
+
+
+def kd_kl(student_logits: Tensor, teacher_logits: Tensor, *, tau: float = 3.0) -> Tensor:
+    """tau^2 KL(softmax(z_T / tau) || softmax(z_S / tau)), summed over classes, averaged over all other axes.
+
+    The TWD code's ``kd_loss`` applied elementwise over leading axes: for (T, B, C) inputs this is
+    (1/T) sum_t kd_loss(z^S_t, z^T_t).
+
+    Args:
+        student_logits: (..., C).
+        teacher_logits: broadcastable to ``student_logits``; treated as a fixed target (no gradient is blocked
+            here; detach it if it must not receive one).
+        tau: temperature > 0.
+
+    Returns:
+        A scalar tensor.
+    """
+    _check_tau(tau)
+    log_p_s = F.log_softmax(student_logits / tau, dim=-1)
+    log_p_t = F.log_softmax(teacher_logits / tau, dim=-1)
+    # KL(p_T || p_S) = sum_c p_T (log p_T - log p_S), per sample
+    kl = (log_p_t.exp() * (log_p_t - log_p_s)).sum(dim=-1)
+    return tau**2 * kl.mean()
+
+
+def temporal_kd_loss(student_logits_per_t: Tensor, teacher_logits: Tensor, *, tau: float = 3.0) -> Tensor:
+    """TWD's KD term: (1/T) sum_t tau^2 KL(softmax(z^A / tau) || softmax(z^S_t / tau)).
+
+    Args:
+        student_logits_per_t: z^S, shape (T, B, C).
+        teacher_logits: z^A of shape (B, C) (the same target at every timestep) or (T, B, C) (one per timestep).
+        tau: temperature > 0.
+
+    Returns:
+        A scalar tensor.
+
+    Raises:
+        ValueError: for mismatched batch sizes, class counts or timestep counts.
+    """
+    t, b, c = _check_logits_per_t("student_logits_per_t", student_logits_per_t)
+    if teacher_logits.shape not in ((b, c), (t, b, c)):
+        raise ValueError(
+            f"teacher_logits: expected shape ({b}, {c}) or ({t}, {b}, {c}) to match the student's (T, B, C) = "
+            f"{(t, b, c)}, got {tuple(teacher_logits.shape)} (class counts must agree)"
+        )
+    return kd_kl(student_logits_per_t, teacher_logits, tau=tau)
+
+
+def sample_temporal_masks(
+    timesteps: int,
+    feature_shape: tuple[int, ...],
+    *,
+    keep_prob: float,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str = "cpu",
+) -> Tensor:
+    """m_t, t = 1..T: one Bernoulli(keep_prob) mask over the teacher's feature elements per timestep.
+
+    Args:
+        timesteps: T >= 1.
+        feature_shape: F, the teacher feature shape without the batch axis, e.g. (D, H, W).
+        keep_prob: probability that a feature element is kept, in (0, 1].
+        generator: the random source (a seeded ``torch.Generator`` for reproducible masks).
+        dtype: mask dtype.
+        device: mask device (the generator must live there too).
+
+    Returns:
+        0/1 masks of shape (T, *F).
+
+    Raises:
+        ValueError: if ``timesteps`` < 1 or ``keep_prob`` is outside (0, 1].
+    """
+    if timesteps < 1:
+        raise ValueError(f"timesteps: need at least 1 timestep, got {timesteps}")
+    if not 0.0 < keep_prob <= 1.0:
+        raise ValueError(f"keep_prob: must lie in (0, 1], got {keep_prob}")
+    u = torch.rand((timesteps, *feature_shape), generator=generator, dtype=dtype, device=device)
+    return (u < keep_prob).to(dtype)
+
+
+def multi_perspective_teacher_logits(
+    teacher_features: Tensor,
+    teacher_head: Callable[[Tensor], Tensor],
+    masks: Tensor,
+    *,
+    lam: float,
+    teacher_logits: Tensor | None = None,
+) -> Tensor:
+    """The "many eyes" targets z^_t = (1 - lambda) z^A + lambda W_c(f^A * m_t), one per timestep.
+
+    Args:
+        teacher_features: f^A, shape (B, *F).
+        teacher_head: W_c, maps (N, *F) features to (N, C) logits (the teacher's own classifier head).
+        masks: m_t of shape (T, *F) (one mask per timestep, shared by the batch) or (T, B, *F) (per sample).
+        lam: lambda in [0, 1], the weight of the masked view.
+        teacher_logits: z^A = W_c(f^A), shape (B, C); computed from ``teacher_features`` when omitted.
+
+    Returns:
+        z^, shape (T, B, C).
+
+    Raises:
+        ValueError: for a mask shape that is neither (T, *F) nor (T, B, *F), ``lam`` outside [0, 1], or
+            ``teacher_logits`` whose batch size differs from the features'.
+    """
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"lam: the mixing weight lambda must lie in [0, 1], got {lam}")
+    b, feat = teacher_features.shape[0], tuple(teacher_features.shape[1:])
+    if masks.dim() >= 1 and tuple(masks.shape[1:]) == feat:
+        per_t = masks.unsqueeze(1)  # (T, 1, *F)
+    elif masks.dim() >= 2 and tuple(masks.shape[1:]) == (b, *feat):
+        per_t = masks  # (T, B, *F)
+    else:
+        raise ValueError(
+            f"masks: expected shape (T, *F) = (T, {', '.join(map(str, feat))}) or (T, B, *F) with B={b} for "
+            f"teacher_features of shape {tuple(teacher_features.shape)}, got {tuple(masks.shape)}"
+        )
+    t = masks.shape[0]
+    if teacher_logits is None:
+        teacher_logits = teacher_head(teacher_features)  # (B, C)
+    if teacher_logits.dim() != 2 or teacher_logits.shape[0] != b:
+        raise ValueError(f"teacher_logits: expected shape ({b}, C), got {tuple(teacher_logits.shape)}")
+    # f~_t = f^A * m_t
+    masked = (teacher_features.unsqueeze(0) * per_t).reshape(t * b, *feat)  # (T*B, *F)
+    # z~_t = W_c f~_t
+    z_masked = teacher_head(masked).reshape(t, b, -1)  # (T, B, C)
+    # z^_t = (1 - lambda) z^A + lambda z~_t
+    return (1.0 - lam) * teacher_logits.unsqueeze(0) + lam * z_masked
+
+
+def tmpd_loss(student_logits_per_t: Tensor, perspective_logits: Tensor, *, tau: float = 3.0) -> Tensor:
+    """L_TMPD = (1/T) sum_t tau^2 KL(softmax(z^_t / tau) || softmax(z^S_t / tau)).
+
+    Args:
+        student_logits_per_t: z^S, shape (T, B, C).
+        perspective_logits: z^ from :func:`multi_perspective_teacher_logits`, shape (T, B, C).
+        tau: temperature > 0.
+
+    Returns:
+        A scalar tensor.
+
+    Raises:
+        ValueError: if the two shapes differ.
+    """
+    _check_logits_per_t("student_logits_per_t", student_logits_per_t)
+    if perspective_logits.shape != student_logits_per_t.shape:
+        raise ValueError(
+            f"perspective_logits: expected the student's shape {tuple(student_logits_per_t.shape)} "
+            f"(same T and class count), got {tuple(perspective_logits.shape)}"
+        )
+    return kd_kl(student_logits_per_t, perspective_logits, tau=tau)
+
+
+def cumulative_mean_logits(logits_per_t: Tensor) -> Tensor:
+    """zbar_<=t = (1/t) sum_{k<=t} z_k: the truncated-inference output after t timesteps, shape (T, B, C)."""
+    t = _check_logits_per_t("logits_per_t", logits_per_t)[0]
+    counts = torch.arange(1, t + 1, dtype=logits_per_t.dtype, device=logits_per_t.device)
+    return logits_per_t.cumsum(dim=0) / counts.view(t, 1, 1)
+
+
+def tpd_loss(
+    student_logits_per_t: Tensor,
+    *,
+    tau: float = 3.0,
+    divergence: Literal["ce", "kl"] = "ce",
+    detach_target: bool = True,
+) -> Tensor:
+    """L_TPD = 1/(T-1) sum_{t=1}^{T-1} tau^2 D(p_<=t+1 -> p_<=t), p_<=t = softmax(zbar_<=t / tau).
+
+    ``divergence="ce"`` (the paper's choice, reported more stable than KL) uses
+    D = -sum_c p_<=t+1 log p_<=t; ``"kl"`` subtracts the target's entropy, so it is zero when all timesteps agree.
+    With a detached target both have the same gradient.
+
+    Args:
+        student_logits_per_t: z^S, shape (T, B, C) with T >= 2.
+        tau: temperature > 0.
+        divergence: ``"ce"`` or ``"kl"``.
+        detach_target: stop the gradient through the target p_<=t+1.
+
+    Returns:
+        A scalar tensor.
+
+    Raises:
+        ValueError: if T < 2 (no consecutive pair of truncations) or ``divergence`` is unknown.
+    """
+    t = _check_logits_per_t("student_logits_per_t", student_logits_per_t)[0]
+    if t < 2:
+        raise ValueError(
+            f"student_logits_per_t: TPD compares consecutive truncations and needs T >= 2 timesteps, got T={t}; "
+            "set the TPD weight to 0 for single-timestep students"
+        )
+    if divergence not in ("ce", "kl"):
+        raise ValueError(f"divergence: expected 'ce' or 'kl', got {divergence!r}")
+    _check_tau(tau)
+    zbar = cumulative_mean_logits(student_logits_per_t)  # (T, B, C)
+    log_pred = F.log_softmax(zbar[:-1] / tau, dim=-1)  # log p_<=t, t = 1..T-1
+    log_target = F.log_softmax(zbar[1:] / tau, dim=-1)  # log p_<=t+1
+    if detach_target:
+        log_target = log_target.detach()
+    # CE(p_<=t+1 -> p_<=t) = -sum_c p_<=t+1 log p_<=t
+    per_pair = -(log_target.exp() * log_pred).sum(dim=-1)  # (T-1, B)
+    if divergence == "kl":
+        # KL = CE - H(p_<=t+1)
+        per_pair = per_pair + (log_target.exp() * log_target).sum(dim=-1)
+    return tau**2 * per_pair.mean()
+
+
+@dataclass(frozen=True)
+class TWDLoss:
+    """The terms of :func:`twd_loss`.
+
+    Attributes:
+        total: L_CE + kd_weight * L_KD (scalar, differentiable).
+        ce: L_CE.
+        kd: L_KD, the per-timestep KD to the constant teacher output.
+    """
+
+    total: Tensor
+    ce: Tensor
+    kd: Tensor
+
+
+def twd_loss(
+    student_logits_per_t: Tensor,
+    teacher_logits: Tensor,
+    targets: Tensor,
+    *,
+    tau: float = 3.0,
+    kd_weight: float = 0.5,
+) -> TWDLoss:
+    """Temporal-wise distillation: per-timestep CE plus tau^2 KL to the same teacher output at every timestep.
+
+    Args:
+        student_logits_per_t: z^S, shape (T, B, C).
+        teacher_logits: z^A, shape (B, C); detached here (the teacher is frozen).
+        targets: y, shape (B,).
+        tau: temperature (TWD code: 3).
+        kd_weight: weight of the KD term (TWD code's ``alpha``: 0.2 in its README commands; 0.5 here to match
+            MEOM's TMPD weight, so that the TWD and +TMPD arms differ only in the target).
+
+    Returns:
+        :class:`TWDLoss`.
+    """
+    ce = per_timestep_ce(student_logits_per_t, targets)
+    kd = temporal_kd_loss(student_logits_per_t, teacher_logits.detach(), tau=tau)
+    return TWDLoss(total=ce + kd_weight * kd, ce=ce, kd=kd)
+
+
+@dataclass(frozen=True)
+class MEOMLoss:
+    """The terms of :func:`meom_loss` (each term is computed even when its weight is 0, for logging).
+
+    Attributes:
+        total: w_ce L_CE + w_tmpd L_TMPD + w_tpd L_TPD (scalar, differentiable).
+        ce: L_CE.
+        tmpd: L_TMPD (equals TWD's KD term when lambda = 0).
+        tpd: L_TPD (``None`` when T = 1 and w_tpd = 0).
+        perspective_logits: the per-timestep teacher targets z^, shape (T, B, C), detached.
+    """
+
+    total: Tensor
+    ce: Tensor
+    tmpd: Tensor
+    tpd: Tensor | None
+    perspective_logits: Tensor
+
+
+def meom_loss(
+    student_logits_per_t: Tensor,
+    teacher_features: Tensor,
+    teacher_head: Callable[[Tensor], Tensor],
+    targets: Tensor,
+    *,
+    masks: Tensor | None = None,
+    keep_prob: float = 0.7,
+    generator: torch.Generator | None = None,
+    lam: float = 0.5,
+    tau: float = 3.0,
+    w_ce: float = 1.0,
+    w_tmpd: float = 0.5,
+    w_tpd: float = 0.3,
+    tpd_divergence: Literal["ce", "kl"] = "ce",
+    detach_tpd_target: bool = True,
+) -> MEOMLoss:
+    """The MEOM objective L = w_ce L_CE + w_tmpd L_TMPD + w_tpd L_TPD for any SNN student and ANN teacher.
+
+    Example::
+
+        feats = teacher.features(x)                      # (B, D, H, W), teacher in eval mode
+        out = meom_loss(snn(x), feats, teacher.head, y)  # snn(x): (T, B, C)
+        out.total.backward()
+
+    Args:
+        student_logits_per_t: z^S, shape (T, B, C).
+        teacher_features: f^A, the input of the teacher's classifier head, shape (B, *F).
+        teacher_head: W_c, maps (N, *F) to (N, C); called without gradient (the teacher is frozen).
+        targets: y, class indices of shape (B,).
+        masks: m_t, shape (T, *F) or (T, B, *F); drawn as Bernoulli(``keep_prob``) from ``generator`` if omitted.
+        keep_prob: keep probability of drawn masks (not in the paper; 0.7 chosen here).
+        generator: random source for drawn masks.
+        lam: lambda, weight of the masked view in z^_t (not in the paper; 0.5 chosen here). 0 gives TWD's KD.
+        tau: temperature (3, as the TWD code).
+        w_ce: weight of L_CE (1 in the paper).
+        w_tmpd: weight of L_TMPD (0.5 in the paper).
+        w_tpd: weight of L_TPD (0.3 in the paper).
+        tpd_divergence: ``"ce"`` (paper) or ``"kl"``.
+        detach_tpd_target: stop the gradient through the later cumulative average (our default).
+
+    Returns:
+        :class:`MEOMLoss`.
+
+    Raises:
+        ValueError: for mismatched shapes or class counts, masks of the wrong shape, T < 2 with ``w_tpd`` > 0, or
+            an out-of-range hyperparameter; each message names the argument.
+    """
+    t, b, c = _check_logits_per_t("student_logits_per_t", student_logits_per_t)
+    if teacher_features.dim() < 2 or teacher_features.shape[0] != b:
+        raise ValueError(
+            f"teacher_features: expected shape (B, ...) with B={b} (the student's batch), "
+            f"got {tuple(teacher_features.shape)}"
+        )
+    for name, w in (("w_ce", w_ce), ("w_tmpd", w_tmpd), ("w_tpd", w_tpd)):
+        if w < 0:
+            raise ValueError(f"{name}: loss weights must be non-negative, got {w}")
+    if t < 2 and w_tpd > 0:
+        raise ValueError(
+            f"student_logits_per_t: TPD needs T >= 2 timesteps, got T={t}; pass w_tpd=0 for a 1-step student"
+        )
+    if masks is None:
+        masks = sample_temporal_masks(
+            t, tuple(teacher_features.shape[1:]), keep_prob=keep_prob, generator=generator,
+            dtype=teacher_features.dtype, device=teacher_features.device,
+        )  # fmt: skip
+    elif masks.shape[0] != t:
+        raise ValueError(f"masks: expected one mask per timestep (T={t} along axis 0), got {tuple(masks.shape)}")
+    with torch.no_grad():
+        teacher_logits = teacher_head(teacher_features.detach())  # (B, C)
+        if teacher_logits.shape != (b, c):
+            raise ValueError(
+                f"teacher_head: produced logits of shape {tuple(teacher_logits.shape)}, expected ({b}, {c}) "
+                f"to match the student's class count C={c}"
+            )
+        perspective = multi_perspective_teacher_logits(
+            teacher_features.detach(), teacher_head, masks, lam=lam, teacher_logits=teacher_logits
+        )  # (T, B, C)
+    ce = per_timestep_ce(student_logits_per_t, targets)
+    tmpd = tmpd_loss(student_logits_per_t, perspective, tau=tau)
+    total = w_ce * ce + w_tmpd * tmpd
+    tpd = None
+    if t >= 2:
+        tpd = tpd_loss(student_logits_per_t, tau=tau, divergence=tpd_divergence, detach_target=detach_tpd_target)
+        total = total + w_tpd * tpd
+    return MEOMLoss(total=total, ce=ce, tmpd=tmpd, tpd=tpd, perspective_logits=perspective)
