@@ -28,6 +28,7 @@ import torch
 
 from iclr26.common.config import ExperimentConfig, require
 from iclr26.common.corpus import load_corpus
+from iclr26.common.device import resolve_device
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.lmtrain import CosineSchedule, TokenData, TrainConfig, TrainHistory, train_lm
 from iclr26.common.plots import figure, savefig
@@ -131,6 +132,9 @@ class KernConfig(ExperimentConfig):
     time_tolerance: float = field(
         default=0.10, metadata={"help": "'no extra cost' if KERN's router time is at most (1 + this) x Softmax's"}
     )
+    device: str = field(
+        default="cpu", metadata={"help": "torch device of the LM training: cpu, cuda, cuda:N or auto (gpu scale: cuda)"}
+    )
 
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {
@@ -172,6 +176,7 @@ class KernConfig(ExperimentConfig):
             "bench_tokens": 16_384,
             "bench_repeats": 100,
             "scale_tokens": 65_536,
+            "device": "cuda",
         },
     }
 
@@ -270,7 +275,8 @@ def validation_load(model: TinyLM, data: TokenData, config: KernConfig) -> list[
     for b in blocks:
         b.reset_stats()
     model.eval()
-    windows = data.eval_windows(config.context_len, config.eval_tokens)  # (W, T + 1)
+    device = next(model.parameters()).device
+    windows = data.eval_windows(config.context_len, config.eval_tokens).to(device)  # (W, T + 1)
     for chunk in windows.split(config.micro_batch_size):
         model(chunk[:, :-1])
     model.train()
@@ -293,7 +299,7 @@ class VariantRun:
 def train_variant(config: KernConfig, router: str, seed: int, data: TokenData, ctx: RunContext) -> VariantRun:
     """Train one model (step 2) and measure it (step 3)."""
     torch.manual_seed(seed)  # same initial weights for every MoE variant of a seed
-    model = build_model(config, router)
+    model = build_model(config, router).to(resolve_device(config.device))
     for block in moe_blocks(model):
         block.time_router = True
     schedule = CosineSchedule(
@@ -398,6 +404,7 @@ def _plot_load(runs: list[VariantRun], names: list[str], num_experts: int, ctx: 
 
 def run(config: KernConfig, ctx: RunContext) -> Outcome:
     """Run the reproduction (module docstring, steps 1-6)."""
+    resolve_device(config.device)  # an unavailable device fails here, before any training
     corpus = load_corpus(config.data)
     data = TokenData.from_corpus(corpus)
     names = list(config.routers) + ([DENSE] if config.include_dense else [])
