@@ -1,0 +1,393 @@
+"""Reproduction of UVU (ICLR 2026, arXiv 2505.21119): `iclr26 run uvu --scale smoke|cpu|gpu`.
+
+Two parts (details in :mod:`iclr26.uvu.studies` and the README):
+
+1. **NTK claim.** On a random finite MDP with partial data, ``½ E[ε²]`` of wide UVU models approaches the variance
+   of an ensemble of independently initialised TD value functions as the width grows (paper §4; the factor ½ is
+   derived in :mod:`iclr26.uvu.ntk`). Held if the gap at the largest width is within the 95th percentile of the gap
+   that exact agreement would show with the same number of samples, and smaller than at the smallest width.
+2. **Task rejection.** Multi-task offline RL on minigrid GoToDoor: one shared offline UVFA; UVU, ensembles of
+   several sizes and RND each estimate the uncertainty of its policy at every test task's start. Held if UVU's
+   rejection AUC is at least the largest ensemble's minus ``auc_tolerance`` while its parameter count and training
+   time are at most ``max_compute_fraction`` of that ensemble's.
+
+The claim is held when both parts hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from iclr26.common.config import ExperimentConfig, require
+from iclr26.common.experiment import Experiment, Outcome, RunContext
+from iclr26.uvu.figures import plot_compute, plot_ntk_gap, plot_ntk_points, plot_rejection
+from iclr26.uvu.studies import NTKStudy, RejectionStudy, ntk_study, rejection_study
+
+_NOT_IN_PAPER = "not in the paper; chosen"
+
+
+@dataclass(frozen=True)
+class UVUConfig(ExperimentConfig):
+    """The UVU reproduction; defaults are the ``cpu`` scale (about 4 minutes on an idle 2-core machine)."""
+
+    # ---- part 1: NTK check on a finite MDP
+    ntk_states: int = field(
+        default=8,
+        metadata={"help": f"states of the random MDP ({_NOT_IN_PAPER} small enough for many wide networks on a CPU)"},
+    )
+    ntk_actions: int = field(default=2, metadata={"help": f"actions of the random MDP ({_NOT_IN_PAPER})"})
+    ntk_policies: int = field(default=3, metadata={"help": f"deterministic policies z ({_NOT_IN_PAPER})"})
+    ntk_gamma: float = field(
+        default=0.5,
+        metadata={
+            "help": f"discount of the MDP study ({_NOT_IN_PAPER}: keeps "
+            "the TD operator well conditioned, so GD converges)"
+        },
+    )
+    ntk_coverage: float = field(
+        default=0.5, metadata={"help": f"fraction of the (s, a, z) points in the data ({_NOT_IN_PAPER})"}
+    )
+    ntk_widths: tuple[int, ...] = field(
+        default=(16, 64, 256, 1024),
+        metadata={"help": f"hidden widths of the one-hidden-layer NTK-parameterised networks ({_NOT_IN_PAPER})"},
+    )
+    ntk_copies: int = field(
+        default=48,
+        metadata={
+            "help": "ensemble members K, and independent UVU copies, per "
+            f"width ({_NOT_IN_PAPER}; sets the sampling noise)"
+        },
+    )
+    ntk_lr_factor: float = field(
+        default=0.5, metadata={"help": f"GD learning rate as a fraction of the stable N/λ_max(A) ({_NOT_IN_PAPER})"}
+    )
+    ntk_residual: float = field(
+        default=1e-3, metadata={"help": f"GD runs until the slowest TD mode shrinks by this factor ({_NOT_IN_PAPER})"}
+    )
+    ntk_max_steps: int = field(default=1500, metadata={"help": f"cap on GD steps per width ({_NOT_IN_PAPER})"})
+    ntk_noise_repeats: int = field(
+        default=200, metadata={"help": f"simulations of the finite-K sampling gap ({_NOT_IN_PAPER})"}
+    )
+    # ---- part 2: GoToDoor task rejection
+    grid_size: int = field(
+        default=7,
+        metadata={"help": "GoToDoorEnv size (rooms 5..size; the paper's exact environment settings could not be read)"},
+    )
+    gamma: float = field(default=0.9, metadata={"help": f"discount of the GoToDoor study ({_NOT_IN_PAPER})"})
+    train_tasks: int = field(
+        default=300, metadata={"help": f"tasks with complete noisy-expert episodes in the data ({_NOT_IN_PAPER})"}
+    )
+    truncated_tasks: int = field(
+        default=100,
+        metadata={
+            "help": "tasks whose episodes are cut after 1..truncate_max "
+            f"steps: start covered, future missing "
+            f"({_NOT_IN_PAPER})"
+        },
+    )
+    episodes_per_task: int = field(default=2, metadata={"help": f"episodes logged per data task ({_NOT_IN_PAPER})"})
+    epsilon: float = field(
+        default=0.2,
+        metadata={"help": f"probability of a uniformly random action in the behaviour policy ({_NOT_IN_PAPER})"},
+    )
+    truncate_max: int = field(default=2, metadata={"help": f"longest cut-off episode ({_NOT_IN_PAPER})"})
+    test_per_group: int = field(
+        default=50,
+        metadata={"help": f"test tasks per group (seen, truncated, new, held-out colour/wall) ({_NOT_IN_PAPER})"},
+    )
+    dqn_hidden: tuple[int, ...] = field(
+        default=(256, 256), metadata={"help": f"hidden widths of the shared offline Q-network ({_NOT_IN_PAPER})"}
+    )
+    dqn_steps: int = field(default=4000, metadata={"help": f"offline Q-learning steps ({_NOT_IN_PAPER})"})
+    cql_alpha: float = field(default=0.5, metadata={"help": f"CQL regulariser weight α ({_NOT_IN_PAPER})"})
+    target_every: int = field(
+        default=200,
+        metadata={"help": f"steps between target-network updates of the offline Q-learner ({_NOT_IN_PAPER})"},
+    )
+    pe_hidden: tuple[int, ...] = field(
+        default=(128, 128),
+        metadata={"help": f"hidden widths of every uncertainty network: u, g, ensemble members, RND ({_NOT_IN_PAPER})"},
+    )
+    pe_steps: int = field(
+        default=3000, metadata={"help": f"training steps of each uncertainty method ({_NOT_IN_PAPER})"}
+    )
+    lr: float = field(default=1e-3, metadata={"help": f"Adam learning rate of every learner ({_NOT_IN_PAPER})"})
+    batch_size: int = field(default=256, metadata={"help": f"minibatch size ({_NOT_IN_PAPER})"})
+    uvu_heads: int = field(
+        default=8,
+        metadata={
+            "help": "output heads of UVU and RND (independent u/g pairs, "
+            "averaged; the paper's head count could not be read)"
+        },
+    )
+    ensemble_sizes: tuple[int, ...] = field(
+        default=(2, 5, 10),
+        metadata={
+            "help": "ensemble sizes compared (the paper compares several sizes; its exact sizes could not be read)"
+        },
+    )
+    rejection_max: float = field(
+        default=0.9, metadata={"help": f"largest rejected fraction on the curve ({_NOT_IN_PAPER})"}
+    )
+    rejection_points: int = field(default=19, metadata={"help": f"points of the rejection grid ({_NOT_IN_PAPER})"})
+    bootstrap: int = field(
+        default=500, metadata={"help": f"bootstrap resamples of the AUC difference ({_NOT_IN_PAPER})"}
+    )
+    auc_tolerance: float = field(
+        default=0.03,
+        metadata={
+            "help": f"UVU 'matches' the largest ensemble if its AUC is at most this much lower ({_NOT_IN_PAPER})"
+        },
+    )
+    max_compute_fraction: float = field(
+        default=0.5,
+        metadata={
+            "help": "'a fraction of the compute': UVU's parameters and training time at most this share of the "
+            f"largest ensemble's ({_NOT_IN_PAPER})"
+        },
+    )
+    device: str = field(default="cpu", metadata={"help": "torch device for training (environment runs on CPU)"})
+
+    SCALES: ClassVar[dict[str, dict[str, Any]]] = {
+        "smoke": {
+            "ntk_widths": (8, 32),
+            "ntk_copies": 6,
+            "ntk_max_steps": 60,
+            "ntk_noise_repeats": 10,
+            "train_tasks": 12,
+            "truncated_tasks": 4,
+            "test_per_group": 4,
+            "dqn_steps": 40,
+            "pe_steps": 30,
+            "batch_size": 64,
+            "pe_hidden": (32, 32),
+            "dqn_hidden": (32, 32),
+            "uvu_heads": 2,
+            "ensemble_sizes": (2, 3),
+            "bootstrap": 10,
+            "target_every": 10,
+        },
+        "gpu": {
+            "ntk_widths": (16, 64, 256, 1024, 4096),
+            "ntk_copies": 128,
+            "ntk_max_steps": 4000,
+            "train_tasks": 1000,
+            "truncated_tasks": 300,
+            "test_per_group": 150,
+            "dqn_steps": 20000,
+            "pe_steps": 20000,
+            "pe_hidden": (256, 256),
+            "ensemble_sizes": (2, 5, 10, 20),
+            "uvu_heads": 16,
+            "device": "cuda",
+        },
+    }
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in (
+            "ntk_states",
+            "ntk_actions",
+            "ntk_policies",
+            "ntk_max_steps",
+            "ntk_noise_repeats",
+            "train_tasks",
+            "truncated_tasks",
+            "episodes_per_task",
+            "truncate_max",
+            "test_per_group",
+            "dqn_steps",
+            "target_every",
+            "pe_steps",
+            "batch_size",
+            "uvu_heads",
+            "bootstrap",
+        ):
+            require(getattr(self, name) > 0, name, f"must be positive, got {getattr(self, name)}")
+        require(self.ntk_copies >= 2, "ntk_copies", f"a variance needs >= 2 members, got {self.ntk_copies}")
+        for name in ("ntk_gamma", "gamma"):
+            require(0.0 <= getattr(self, name) < 1.0, name, f"must be in [0, 1), got {getattr(self, name)}")
+        require(0.0 < self.ntk_coverage <= 1.0, "ntk_coverage", f"must be in (0, 1], got {self.ntk_coverage}")
+        require(
+            len(self.ntk_widths) >= 2
+            and all(w > 0 for w in self.ntk_widths)
+            and list(self.ntk_widths) == sorted(self.ntk_widths),
+            "ntk_widths",
+            f"must be >= 2 increasing positive widths, got {self.ntk_widths}",
+        )
+        require(0.0 < self.ntk_lr_factor < 1.0, "ntk_lr_factor", f"must be in (0, 1), got {self.ntk_lr_factor}")
+        require(0.0 < self.ntk_residual < 1.0, "ntk_residual", f"must be in (0, 1), got {self.ntk_residual}")
+        require(self.grid_size >= 5, "grid_size", f"GoToDoor needs >= 5, got {self.grid_size}")
+        require(
+            self.train_tasks >= self.test_per_group,
+            "train_tasks",
+            f"must be >= test_per_group ({self.test_per_group}) to draw the 'seen' test group",
+        )
+        require(
+            self.truncated_tasks >= self.test_per_group,
+            "truncated_tasks",
+            f"must be >= test_per_group ({self.test_per_group}) to draw the 'truncated' test group",
+        )
+        require(0.0 <= self.epsilon <= 1.0, "epsilon", f"must be in [0, 1], got {self.epsilon}")
+        require(self.cql_alpha >= 0.0, "cql_alpha", f"must be >= 0, got {self.cql_alpha}")
+        require(self.lr > 0.0, "lr", f"must be positive, got {self.lr}")
+        for name in ("dqn_hidden", "pe_hidden"):
+            require(
+                len(getattr(self, name)) >= 1 and all(w > 0 for w in getattr(self, name)),
+                name,
+                f"must be positive widths, got {getattr(self, name)}",
+            )
+        require(
+            len(self.ensemble_sizes) >= 1 and all(k >= 2 for k in self.ensemble_sizes),
+            "ensemble_sizes",
+            f"every ensemble needs >= 2 members, got {self.ensemble_sizes}",
+        )
+        require(0.0 <= self.rejection_max < 1.0, "rejection_max", f"must be in [0, 1), got {self.rejection_max}")
+        require(self.rejection_points >= 2, "rejection_points", f"must be >= 2, got {self.rejection_points}")
+        require(self.auc_tolerance >= 0.0, "auc_tolerance", f"must be >= 0, got {self.auc_tolerance}")
+        require(
+            0.0 < self.max_compute_fraction <= 1.0,
+            "max_compute_fraction",
+            f"must be in (0, 1], got {self.max_compute_fraction}",
+        )
+        require(
+            self.device == "cpu" or self.device.startswith("cuda"),
+            "device",
+            f"must be 'cpu' or 'cuda[:i]', got {self.device!r}",
+        )
+        require(
+            self.device == "cpu" or torch.cuda.is_available(),
+            "device",
+            f"{self.device!r} requested but CUDA is not available; use --set device=cpu",
+        )
+
+
+def _ntk_metrics(study: NTKStudy) -> dict[str, Any]:
+    cats = study.categories
+
+    def by_category(values: np.ndarray) -> dict[str, float]:
+        names = ("future_covered", "future_missing", "not_in_data")
+        return {names[c]: float(values[cats == c].mean()) for c in range(3) if (cats == c).any()}
+
+    return {
+        "widths": study.widths,
+        "gap_uvu_vs_ensemble": study.gap,
+        "gap_uvu_vs_limit": study.gap_uvu_theory,
+        "gap_ensemble_vs_limit": study.gap_ensemble_theory,
+        "mean_ratio_uvu_half_over_ensemble": study.mean_ratio,
+        "spearman_uvu_vs_ensemble": study.spearman,
+        "max_td_residual_ensemble": [r[0] for r in study.residual],
+        "max_td_residual_uvu": [r[1] for r in study.residual],
+        "sampling_gap_mean": study.noise_gap_mean,
+        "sampling_gap_p95": study.noise_gap_p95,
+        "gd_steps": study.steps,
+        "mean_uncertainty_by_category_largest_width": {
+            "limit_variance": by_category(study.theory),
+            "ensemble_variance": by_category(study.ensemble),
+            "uvu_half_eps2": by_category(study.uvu_half),
+            "rnd_half_err2": by_category(study.rnd_half),
+        },
+        "points_per_category": {
+            n: int((cats == c).sum()) for c, n in enumerate(("future_covered", "future_missing", "not_in_data"))
+        },
+        "ensemble_mean_abs_error_on_covered_futures": float(
+            np.abs(study.ensemble_mean - study.q_true)[cats == 0].mean()
+        )
+        if (cats == 0).any()
+        else 0.0,
+    }
+
+
+def _rejection_metrics(study: RejectionStudy) -> dict[str, Any]:
+    per_group_success = {
+        name: float(study.success[study.groups == g].mean()) for g, name in enumerate(study.group_names)
+    }
+    methods = {}
+    for m in study.methods:
+        ranks = np.argsort(np.argsort(m.uncertainty, kind="stable"), kind="stable") / max(1, len(m.uncertainty) - 1)
+        methods[m.name] = {
+            "auc": m.auc,
+            "normalised_auc": (m.auc - study.base_success) / max(1e-12, study.oracle_auc - study.base_success),
+            "spearman_vs_value_error": m.spearman if np.isfinite(m.spearman) else 0.0,
+            "trained_params": m.trained_params,
+            "total_params": m.total_params,
+            "train_time_s": m.train_time_s,
+            "mean_uncertainty_rank_by_group": {
+                name: float(ranks[study.groups == g].mean()) for g, name in enumerate(study.group_names)
+            },
+            "curve": [float(v) for v in m.curve],
+        }
+    return {
+        "transitions": study.transitions,
+        "base_success": study.base_success,
+        "success_by_group": per_group_success,
+        "oracle_auc": study.oracle_auc,
+        "mean_value_error": float(study.value_error.mean()),
+        "dqn_train_time_s": study.dqn_time_s,
+        "rejection_fractions": [float(f) for f in study.fractions],
+        "methods": methods,
+        "auc_uvu_minus_largest_ensemble_ci90": list(study.auc_difference_ci),
+    }
+
+
+def run(config: UVUConfig, ctx: RunContext) -> Outcome:
+    """Run both studies, plot them and judge the claim against the stated tolerances."""
+    ntk = ntk_study(config, ctx)
+    plot_ntk_gap(ntk, ctx.plot_path("ntk_gap_vs_width.png"))
+    plot_ntk_points(ntk, ctx.plot_path("ntk_points.png"))
+    rej = rejection_study(config, ctx)
+    plot_rejection(rej, ctx.plot_path("rejection_curves.png"))
+    plot_compute(rej, ctx.plot_path("compute.png"))
+
+    ntk_held = ntk.gap[-1] <= ntk.noise_gap_p95 and ntk.gap[-1] < ntk.gap[0]
+    uvu = rej.methods[0]
+    largest = next(m for m in rej.methods if m.name == f"ensemble-{max(config.ensemble_sizes)}")
+    auc_gap = largest.auc - uvu.auc
+    param_ratio = uvu.total_params / largest.total_params
+    time_ratio = uvu.train_time_s / largest.train_time_s
+    rejection_held = (
+        auc_gap <= config.auc_tolerance
+        and param_ratio <= config.max_compute_fraction
+        and time_ratio <= config.max_compute_fraction
+    )
+    rnd = next(m for m in rej.methods if m.name == "RND")
+    evidence = {
+        "ntk_gap_largest_width": ntk.gap[-1],
+        "ntk_gap_smallest_width": ntk.gap[0],
+        "ntk_sampling_gap_p95": ntk.noise_gap_p95,
+        "ntk_held": ntk_held,
+        "auc_uvu": uvu.auc,
+        f"auc_ensemble_{max(config.ensemble_sizes)}": largest.auc,
+        "auc_rnd": rnd.auc,
+        "auc_shortfall_vs_largest_ensemble": auc_gap,
+        "auc_tolerance": config.auc_tolerance,
+        "param_ratio_uvu_over_ensemble": param_ratio,
+        "time_ratio_uvu_over_ensemble": time_ratio,
+        "max_compute_fraction": config.max_compute_fraction,
+        "rejection_held": rejection_held,
+    }
+    measurement = (
+        f"NTK gap UVU-vs-ensemble {ntk.gap[0]:.2f}→{ntk.gap[-1]:.2f} (width {ntk.widths[0]}→{ntk.widths[-1]}; "
+        f"sampling p95 {ntk.noise_gap_p95:.2f}); GoToDoor rejection AUC UVU {uvu.auc:.3f} vs "
+        f"ensemble-{max(config.ensemble_sizes)} {largest.auc:.3f} vs RND {rnd.auc:.3f} at "
+        f"{param_ratio:.2f}x params, {time_ratio:.2f}x train time"
+    )
+    notes = (
+        "One seed. Part 2 evaluates one shared offline policy, so AUC differences are uncertainty quality only; "
+        f"90% bootstrap CI of AUC(UVU) - AUC(largest ensemble): [{rej.auc_difference_ci[0]:.3f}, "
+        f"{rej.auc_difference_ci[1]:.3f}]. Wall times share the machine with other jobs."
+    )
+    return Outcome(
+        metrics={"ntk": _ntk_metrics(ntk), "rejection": _rejection_metrics(rej)},
+        claim_held=bool(ntk_held and rejection_held),
+        evidence=evidence,
+        measurement=measurement,
+        notes=notes,
+    )
+
+
+EXPERIMENT = Experiment(config_cls=UVUConfig, run=run)

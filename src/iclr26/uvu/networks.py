@@ -1,0 +1,159 @@
+"""Universal value-function approximators ``f(s, a, z) -> R^H`` (UVFAs, Schaul et al. 2015) used by UVU.
+
+``UniversalMLP`` concatenates the state features, the action (one-hot for discrete actions, raw for continuous
+ones) and the task/policy encoding ``z`` and maps them through an MLP to ``H`` outputs ("heads"). The same class
+serves as UVU's online network ``u``, its fixed random target ``g``, an ensemble member ``Q_k`` and RND's predictor
+and target, so every method compared sees identical inputs and architecture.
+
+Two parameterisations:
+    * ``"standard"``: ``torch.nn.Linear`` layers with PyTorch's default initialisation (for Adam-trained learners);
+    * ``"ntk"``: weights ``W ~ N(0, 1)`` and pre-activations ``σ_w / sqrt(fan_in) · W h`` (+ ``σ_b b``), the
+      parameterisation under which gradient descent of a wide network follows its neural tangent kernel (Jacot et
+      al. 2018). The NTK analysis of the paper (§4) is stated in this limit; :mod:`iclr26.uvu.ntk` holds the kernels.
+
+Glossary: ``B`` batch, ``D_s`` state features, ``D_a`` action features (one-hot size for discrete actions),
+``D_z`` task features, ``H`` heads.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+Parameterization = Literal["standard", "ntk"]
+
+
+class NTKLinear(nn.Module):
+    """``y = σ_w / sqrt(fan_in) · x Wᵀ + σ_b b`` with ``W, b ~ N(0, 1)`` (NTK parameterisation).
+
+    Args:
+        fan_in: input features.
+        fan_out: output features.
+        sigma_w: weight scale ``σ_w``.
+        sigma_b: bias scale ``σ_b``; 0 drops the bias.
+    """
+
+    def __init__(self, fan_in: int, fan_out: int, *, sigma_w: float = 1.0, sigma_b: float = 0.0) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(fan_out, fan_in))
+        self.bias = nn.Parameter(torch.randn(fan_out)) if sigma_b > 0 else None
+        self.scale = sigma_w / math.sqrt(fan_in)
+        self.sigma_b = sigma_b
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Apply the layer to ``(..., fan_in)`` inputs."""
+        y = self.scale * F.linear(x, self.weight)
+        return y + self.sigma_b * self.bias if self.bias is not None else y
+
+
+class UniversalMLP(nn.Module):
+    """An MLP value function ``f(s, a, z) -> (B, H)`` on the concatenation ``[s, enc(a), z]``.
+
+    Args:
+        state_dim: ``D_s``.
+        task_dim: ``D_z``.
+        num_actions: number of discrete actions (actions are integer indices, one-hot encoded); or ``None``.
+        action_dim: continuous action dimension ``D_a``; exactly one of ``num_actions``/``action_dim`` is given.
+        hidden: hidden layer widths.
+        num_heads: output heads ``H``.
+        parameterization: ``"standard"`` or ``"ntk"`` (see the module docstring).
+        sigma_w: NTK weight scale (ignored for ``"standard"``).
+        sigma_b: NTK bias scale; 0 for no biases (ignored for ``"standard"``).
+
+    Raises:
+        ValueError: for non-positive sizes or when both or neither of ``num_actions``/``action_dim`` are given.
+    """
+
+    def __init__(
+        self,
+        state_dim: int,
+        task_dim: int,
+        *,
+        num_actions: int | None = None,
+        action_dim: int | None = None,
+        hidden: tuple[int, ...] = (256, 256),
+        num_heads: int = 1,
+        parameterization: Parameterization = "standard",
+        sigma_w: float = 1.0,
+        sigma_b: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if (num_actions is None) == (action_dim is None):
+            raise ValueError("give exactly one of num_actions (discrete) and action_dim (continuous)")
+        for name, value in (("state_dim", state_dim), ("task_dim", task_dim), ("num_heads", num_heads)):
+            if value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if num_actions is not None and num_actions <= 0:
+            raise ValueError(f"num_actions must be positive, got {num_actions}")
+        if action_dim is not None and action_dim <= 0:
+            raise ValueError(f"action_dim must be positive, got {action_dim}")
+        if not hidden or any(w <= 0 for w in hidden):
+            raise ValueError(f"hidden must be a non-empty tuple of positive widths, got {hidden}")
+        if parameterization not in ("standard", "ntk"):
+            raise ValueError(f"parameterization must be 'standard' or 'ntk', got {parameterization!r}")
+        self.state_dim, self.task_dim, self.num_heads = state_dim, task_dim, num_heads
+        self.num_actions, self.action_dim = num_actions, action_dim
+        self.parameterization = parameterization
+        in_dim = state_dim + (num_actions if num_actions is not None else action_dim) + task_dim
+        widths = (in_dim, *hidden, num_heads)
+        layers: list[nn.Module] = []
+        for i, (fan_in, fan_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+            if parameterization == "ntk":
+                layers.append(NTKLinear(fan_in, fan_out, sigma_w=sigma_w, sigma_b=sigma_b))
+            else:
+                layers.append(nn.Linear(fan_in, fan_out))
+            if i < len(widths) - 2:
+                layers.append(nn.ReLU())
+        self.body = nn.Sequential(*layers)
+
+    def encode(self, states: Tensor, actions: Tensor, tasks: Tensor) -> Tensor:
+        """The network input ``[s, enc(a), z]``, shape ``(B, D_s + D_a + D_z)``.
+
+        Raises:
+            ValueError: if the inputs' shapes do not fit the network.
+        """
+        b = states.shape[0]
+        if states.dim() != 2 or states.shape[1] != self.state_dim:
+            raise ValueError(f"states must have shape (B, {self.state_dim}), got {tuple(states.shape)}")
+        if tasks.shape != (b, self.task_dim):
+            raise ValueError(f"tasks must have shape ({b}, {self.task_dim}), got {tuple(tasks.shape)}")
+        if self.num_actions is not None:
+            if actions.shape != (b,) or actions.is_floating_point():
+                raise ValueError(f"actions must be ({b},) integer indices, got {tuple(actions.shape)} {actions.dtype}")
+            if actions.numel() and (actions.min() < 0 or actions.max() >= self.num_actions):
+                raise ValueError(
+                    f"actions must lie in [0, {self.num_actions}), got range "
+                    f"[{int(actions.min())}, {int(actions.max())}]"
+                )
+            enc = F.one_hot(actions, self.num_actions).to(states.dtype)
+        else:
+            if actions.shape != (b, self.action_dim):
+                raise ValueError(f"actions must have shape ({b}, {self.action_dim}), got {tuple(actions.shape)}")
+            enc = actions.to(states.dtype)
+        return torch.cat([states, enc, tasks.to(states.dtype)], dim=-1)
+
+    def forward(self, states: Tensor, actions: Tensor, tasks: Tensor) -> Tensor:
+        """Values ``f(s, a, z)``: ``(B, H)``."""
+        return self.body(self.encode(states, actions, tasks))
+
+    def all_actions(self, states: Tensor, tasks: Tensor) -> Tensor:
+        """Values of every discrete action: ``(B, A, H)``.
+
+        Raises:
+            ValueError: for a continuous-action network.
+        """
+        if self.num_actions is None:
+            raise ValueError("all_actions needs a discrete-action network (num_actions)")
+        b, n_a = states.shape[0], self.num_actions
+        acts = torch.arange(n_a, device=states.device).repeat(b)  # (B*A,)
+        out = self(states.repeat_interleave(n_a, 0), acts, tasks.repeat_interleave(n_a, 0))  # (B*A, H)
+        return out.reshape(b, n_a, self.num_heads)
+
+
+def count_parameters(module: nn.Module, *, trainable_only: bool = False) -> int:
+    """Number of scalar parameters of ``module`` (all, or only those with ``requires_grad``)."""
+    return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)

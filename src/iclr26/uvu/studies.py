@@ -1,0 +1,447 @@
+"""The two studies of the reproduction: the NTK claim on a finite MDP and task rejection on GoToDoor.
+
+1. :func:`ntk_study` — for growing width, trains (full-batch gradient descent, NTK parameterisation) ``K``
+   independent TD value functions and ``K`` independent UVU models on the same partial data of a random finite MDP,
+   and compares ``E[ε²]/2`` with the ensemble variance (and both with the infinite-width prediction of
+   :mod:`iclr26.uvu.ntk`). The sampling noise of finite ``K`` is simulated from the infinite-width Gaussian, so the
+   gap can be read against the gap a perfect agreement would still show.
+2. :func:`rejection_study` — trains one offline universal Q-function on partial GoToDoor data, then UVU, ensembles
+   of several sizes and RND to evaluate its policy, and scores each by the success-vs-rejection curve of the test
+   tasks, the rank correlation with the true value error, parameters and training wall time.
+
+Glossary: ``M`` MDP points ``(s, a, z)``, ``N`` data points, ``K`` ensemble members / UVU copies, ``T`` test tasks,
+``W`` hidden width, ``H`` UVU/RND heads.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from iclr26.common.experiment import RunContext
+from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
+from iclr26.uvu.data import Transitions
+from iclr26.uvu.ensemble import StackedNetworks, ValueEnsemble
+from iclr26.uvu.gotodoor import NUM_ACTIONS, GoToDoorFamily, Task
+from iclr26.uvu.mdp import FiniteMDP
+from iclr26.uvu.networks import UniversalMLP, count_parameters
+from iclr26.uvu.ntk import relu_kernels, td_limit
+from iclr26.uvu.offline import CQLConfig, DiscreteQNetwork, train_cql_dqn
+from iclr26.uvu.rejection import (
+    oracle_curve,
+    paired_bootstrap_auc_difference,
+    rank_correlation,
+    rejection_curve,
+    rejection_grid,
+)
+from iclr26.uvu.rnd import RND
+from iclr26.uvu.training import fit
+from iclr26.uvu.uvu import UVU
+
+if TYPE_CHECKING:
+    from iclr26.uvu.experiment import UVUConfig
+
+
+def symmetric_gap(a: np.ndarray, b: np.ndarray) -> float:
+    """``Σ|a - b| / (½ Σ (a + b))``: the relative L1 distance between two non-negative profiles."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    denom = 0.5 * float((a + b).sum())
+    if denom <= 0:
+        raise ValueError("symmetric_gap needs profiles with a positive total")
+    return float(np.abs(a - b).sum() / denom)
+
+
+def sampling_gap(
+    covariance: np.ndarray, members: int, copies: int, repeats: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Gaps :func:`symmetric_gap` that exact infinite-width agreement still shows with finitely many samples.
+
+    Draws ``members`` ensemble values ``f ~ N(0, C)`` and ``copies`` UVU errors ``ε ~ N(0, 2C)`` (the limit law),
+    ``repeats`` times, and returns the gap between ``½ mean ε²`` and the unbiased variance of ``f``: ``(repeats,)``.
+    """
+    vals, vecs = np.linalg.eigh(covariance)
+    root = vecs * np.sqrt(np.clip(vals, 0.0, None))  # C = root rootᵀ
+    m = covariance.shape[0]
+    out = np.empty(repeats)
+    for r in range(repeats):
+        f = rng.standard_normal((members, m)) @ root.T  # (K, M)
+        eps = math.sqrt(2.0) * rng.standard_normal((copies, m)) @ root.T  # (K, M)
+        out[r] = symmetric_gap(0.5 * (eps**2).mean(0), f.var(0, ddof=1))
+    return out
+
+
+@dataclass(frozen=True)
+class NTKStudy:
+    """Results of :func:`ntk_study` (arrays over the ``M`` MDP points refer to the largest width).
+
+    Attributes:
+        widths: hidden widths trained.
+        gap: per width, :func:`symmetric_gap` between ``½ mean_K ε²`` (UVU) and the ensemble variance.
+        gap_uvu_theory: per width, gap between ``½ mean ε²`` and the infinite-width variance.
+        gap_ensemble_theory: per width, gap between the ensemble variance and the infinite-width variance.
+        mean_ratio: per width, ``Σ ½ mean ε² / Σ σ²_ens``.
+        spearman: per width, rank correlation of ``ε²`` and ``σ²_ens`` over the points.
+        residual: per width, the largest final |TD error| on the data (ensemble, UVU) — convergence check.
+        noise_gap_mean: mean gap of exact agreement with ``K`` samples (simulated).
+        noise_gap_p95: its 95th percentile.
+        steps: gradient-descent steps per width.
+        theory: ``(M,)`` infinite-width ensemble variance.
+        ensemble: ``(M,)`` measured ensemble variance; uvu_half: ``(M,)`` ``½ mean ε²``; rnd_half: ``(M,)``
+            ``½ mean`` RND error (same width, γ-free).
+        categories: ``(M,)`` 0 = future fully covered, 1 = in the data but future partly missing, 2 = not in data.
+        q_true: ``(M,)`` closed-form ``Q^π``; ensemble_mean: ``(M,)`` measured ensemble mean.
+    """
+
+    widths: list[int]
+    gap: list[float]
+    gap_uvu_theory: list[float]
+    gap_ensemble_theory: list[float]
+    mean_ratio: list[float]
+    spearman: list[float]
+    residual: list[tuple[float, float]]
+    noise_gap_mean: float
+    noise_gap_p95: float
+    steps: int
+    theory: np.ndarray
+    ensemble: np.ndarray
+    uvu_half: np.ndarray
+    rnd_half: np.ndarray
+    categories: np.ndarray
+    q_true: np.ndarray
+    ensemble_mean: np.ndarray
+
+
+def _residual(net: Callable, data: Transitions, rewards: torch.Tensor, gamma: float) -> float:
+    """Largest |r + γ v(s', a') - v(s, a)| over the data and heads (``rewards`` broadcast to ``(N, heads)``)."""
+    with torch.no_grad():
+        v = net(data.states, data.actions, data.tasks)
+        v_next = net(data.next_states, data.next_actions, data.tasks)
+        return float((rewards + gamma * v_next - v).abs().max())
+
+
+def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
+    """Part 1: UVU error vs ensemble variance vs width on a random finite MDP (see the module docstring)."""
+    dtype = torch.float64
+    mdp = FiniteMDP.random(
+        config.ntk_states, config.ntk_actions, config.ntk_policies, torch_generator(derive_seed(config.seed, "mdp"))
+    )
+    m = config.ntk_states * config.ntk_actions * config.ntk_policies
+    n = max(2, round(config.ntk_coverage * m))
+    data_idx = torch.randperm(m, generator=torch_generator(derive_seed(config.seed, "coverage")))[:n]
+    successors = mdp.successors()
+    data = mdp.transitions(data_idx, dtype=dtype)
+    states, actions, tasks = mdp.features(dtype)
+
+    def make(width: int) -> Callable[[], UniversalMLP]:
+        return lambda: UniversalMLP(
+            mdp.num_states,
+            mdp.num_policies,
+            num_actions=mdp.num_actions,
+            hidden=(width,),
+            parameterization="ntk",
+        ).to(dtype)
+
+    x = make(1)().encode(states, actions, tasks)
+    theory = td_limit(relu_kernels(x, depth=1), data_idx, successors[data_idx], data.rewards, gamma=config.ntk_gamma)
+    eig = theory.operator_eigenvalues
+    lam_max, lam_min = float(eig.abs().max()), float(eig.real.min())
+    # GD on the mean TD loss moves f by (η/N) Θ δ: η = c N / λ_max contracts mode λ by (1 - c λ/λ_max) per step.
+    lr = config.ntk_lr_factor * n / lam_max
+    steps = min(
+        config.ntk_max_steps,
+        math.ceil(math.log(1.0 / config.ntk_residual) / (config.ntk_lr_factor * lam_min / lam_max)),
+    )
+    ctx.log(f"ntk: {m} points, {n} in data, A spectrum [{lam_min:.3g}, {lam_max:.3g}], {steps} GD steps")
+
+    rng = numpy_rng(derive_seed(config.seed, "noise"))
+    noise = sampling_gap(theory.covariance.numpy(), config.ntk_copies, config.ntk_copies, config.ntk_noise_repeats, rng)
+    gen = torch_generator(derive_seed(config.seed, "ntk-batches"))
+    out: dict[str, list] = {k: [] for k in ("gap", "gu", "ge", "ratio", "rho", "res")}
+    theory_var = theory.ensemble_variance.numpy()
+    for width in ctx.progress(config.ntk_widths, desc="ntk widths"):
+        torch.manual_seed(derive_seed(config.seed, "ntk-init", width))
+        ensemble = ValueEnsemble(make(width), config.ntk_copies, gamma=config.ntk_gamma)
+        fit(ensemble, data, steps=steps, lr=lr, generator=gen, optimizer="sgd")
+        uvu = UVU(
+            StackedNetworks(make(width), config.ntk_copies),
+            StackedNetworks(make(width), config.ntk_copies),
+            gamma=config.ntk_gamma,
+        )
+        fit(uvu, data, steps=steps, lr=lr, generator=gen, optimizer="sgd")
+        with torch.no_grad():
+            ens_var = ensemble.uncertainty(states, actions, tasks).numpy()
+            uvu_half = 0.5 * uvu.uncertainty(states, actions, tasks).numpy()
+            ens_mean = ensemble.mean(states, actions, tasks).numpy()
+        r_g = uvu.synthetic_reward(data).detach()
+        out["res"].append(
+            (
+                _residual(ensemble, data, data.rewards[:, None], config.ntk_gamma),
+                _residual(uvu.online, data, r_g, config.ntk_gamma),
+            )
+        )
+        out["gap"].append(symmetric_gap(uvu_half, ens_var))
+        out["gu"].append(symmetric_gap(uvu_half, theory_var))
+        out["ge"].append(symmetric_gap(ens_var, theory_var))
+        out["ratio"].append(float(uvu_half.sum() / ens_var.sum()))
+        out["rho"].append(rank_correlation(uvu_half, ens_var))
+        ctx.log(
+            f"ntk width {width}: gap {out['gap'][-1]:.3f} (noise {noise.mean():.3f}), "
+            f"ratio {out['ratio'][-1]:.3f}, residuals {out['res'][-1][0]:.1e}/{out['res'][-1][1]:.1e}"
+        )
+    # RND at the largest width: the γ = 0 regression onto g at the data points (myopic).
+    rnd = RND(
+        StackedNetworks(make(config.ntk_widths[-1]), config.ntk_copies),
+        StackedNetworks(make(config.ntk_widths[-1]), config.ntk_copies),
+    )
+    fit(rnd, data, steps=steps, lr=lr, generator=gen, optimizer="sgd")
+    with torch.no_grad():
+        rnd_half = 0.5 * rnd.uncertainty(states, actions, tasks).numpy()
+    closed = mdp.closed_points(data_idx)
+    covered = torch.zeros(m, dtype=torch.bool)
+    covered[data_idx] = True
+    categories = torch.where(closed, 0, torch.where(covered, 1, 2)).numpy()
+    return NTKStudy(
+        widths=list(config.ntk_widths),
+        gap=out["gap"],
+        gap_uvu_theory=out["gu"],
+        gap_ensemble_theory=out["ge"],
+        mean_ratio=out["ratio"],
+        spearman=out["rho"],
+        residual=out["res"],
+        noise_gap_mean=float(noise.mean()),
+        noise_gap_p95=float(np.quantile(noise, 0.95)),
+        steps=steps,
+        theory=theory_var,
+        ensemble=ens_var,
+        uvu_half=uvu_half,
+        rnd_half=rnd_half,
+        categories=categories,
+        q_true=mdp.q_values(config.ntk_gamma).numpy(),
+        ensemble_mean=ens_mean,
+    )
+
+
+@dataclass(frozen=True)
+class MethodScore:
+    """One uncertainty method on the task-rejection benchmark.
+
+    Attributes:
+        name: e.g. ``"UVU"``, ``"ensemble-10"``, ``"RND"``.
+        uncertainty: ``(T,)`` its uncertainty at ``(s_0, π(s_0), z)`` of every test task.
+        curve: success rate of accepted tasks per rejection fraction.
+        auc: area under ``curve``.
+        spearman: rank correlation of ``uncertainty`` with the true value error ``|Q̂ - Q^π|``.
+        trained_params: parameters updated by training.
+        total_params: all parameters, fixed random targets included.
+        train_time_s: wall time of its training loop.
+    """
+
+    name: str
+    uncertainty: np.ndarray
+    curve: np.ndarray
+    auc: float
+    spearman: float
+    trained_params: int
+    total_params: int
+    train_time_s: float
+
+
+@dataclass(frozen=True)
+class RejectionStudy:
+    """Results of :func:`rejection_study`.
+
+    Attributes:
+        fractions: rejection fractions of the curves.
+        methods: every method's :class:`MethodScore` (UVU first, then ensembles by size, then RND).
+        oracle_curve: the best achievable curve; oracle_auc: its area.
+        base_success: success rate with nothing rejected (a random ranking's expected curve level).
+        group_names: names of the test groups; groups: ``(T,)`` group index of each test task.
+        success: ``(T,)`` success of the shared policy; value_error: ``(T,)`` ``|Q̂(s_0, a_0, z) - Q^π|``.
+        transitions: size of the offline data set.
+        auc_difference_ci: 5 % and 95 % bootstrap quantiles of ``AUC(UVU) - AUC(largest ensemble)``.
+        dqn_time_s: training time of the shared Q-function.
+    """
+
+    fractions: np.ndarray
+    methods: list[MethodScore]
+    oracle_curve: np.ndarray
+    oracle_auc: float
+    base_success: float
+    group_names: list[str]
+    groups: np.ndarray
+    success: np.ndarray
+    value_error: np.ndarray
+    transitions: int
+    auc_difference_ci: tuple[float, float]
+    dqn_time_s: float
+
+
+def held_out(task: Task) -> bool:
+    """The colour/wall combinations never targeted in the data: colour ``c`` on wall ``(c + 1) mod 4``."""
+    return task.target_wall == (task.target_color + 1) % 4
+
+
+def _episodes_to_transitions(episodes: list, task_dim: int, device: torch.device) -> Transitions:
+    actions = torch.from_numpy(np.concatenate([e.actions for e in episodes]))
+    return Transitions(
+        states=torch.from_numpy(np.concatenate([e.states for e in episodes])).to(device),
+        actions=actions.to(device),
+        rewards=torch.from_numpy(np.concatenate([e.rewards for e in episodes])).to(device),
+        next_states=torch.from_numpy(np.concatenate([e.next_states for e in episodes])).to(device),
+        next_actions=actions.clone().to(device),  # relabelled with the learned policy below
+        dones=torch.from_numpy(np.concatenate([e.dones for e in episodes])).to(device),
+        tasks=F.one_hot(torch.tensor(np.concatenate([np.full(len(e.actions), e.task) for e in episodes])), task_dim)
+        .float()
+        .to(device),
+    )
+
+
+def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
+    """Part 2: multi-task offline GoToDoor with task rejection (see the module docstring)."""
+    device = torch.device(config.device)
+    family = GoToDoorFamily(config.grid_size)
+    base = derive_seed(config.seed, "gotodoor-tasks") % 1_000_000_000
+    seen: list[Task] = []
+    unseen: list[Task] = []
+    need_seen = config.train_tasks + config.truncated_tasks + config.test_per_group
+    i = 0
+    while len(seen) < need_seen or len(unseen) < config.test_per_group:
+        task = family.reset(base + i)
+        (unseen if held_out(task) else seen).append(task)
+        i += 1
+    train = seen[: config.train_tasks]
+    truncated = seen[config.train_tasks : config.train_tasks + config.truncated_tasks]
+    fresh = seen[config.train_tasks + config.truncated_tasks : need_seen]
+    held = unseen[: config.test_per_group]
+
+    rng = numpy_rng(derive_seed(config.seed, "gotodoor-data"))
+    episodes = []
+    for task in ctx.progress(train + truncated, desc="collect data"):
+        for _ in range(config.episodes_per_task):
+            cut = int(rng.integers(1, config.truncate_max + 1)) if task in truncated else None
+            episodes.append(family.collect(task, epsilon=config.epsilon, max_steps=cut, rng=rng))
+    data = _episodes_to_transitions(episodes, family.task_dim, device)
+    ctx.log(f"gotodoor: {len(data)} transitions from {len(train)} full + {len(truncated)} truncated tasks")
+
+    torch.manual_seed(derive_seed(config.seed, "dqn-init"))
+    q = DiscreteQNetwork(family.state_dim, family.task_dim, NUM_ACTIONS, config.dqn_hidden).to(device)
+    cql = CQLConfig(
+        steps=config.dqn_steps,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        gamma=config.gamma,
+        alpha=config.cql_alpha,
+        target_every=config.target_every,
+    )
+    start = time.perf_counter()
+    train_cql_dqn(
+        q,
+        data,
+        cql,
+        torch_generator(derive_seed(config.seed, "dqn")),
+        progress=lambda it: ctx.progress(it, total=cql.steps, desc="offline Q"),
+    )
+    dqn_time = time.perf_counter() - start
+    data = data.with_next_actions(q.greedy(data.next_states, data.tasks))
+
+    groups_tasks = [train[: config.test_per_group], truncated[: config.test_per_group], fresh, held]
+    group_names = ["seen", "truncated", "new", "held-out"]
+    test = [t for g in groups_tasks for t in g]
+    groups = np.concatenate([np.full(len(g), k) for k, g in enumerate(groups_tasks)])
+    s0 = []
+    for task in test:
+        family.reset(task.seed)
+        s0.append(family.features(task))
+    states0 = torch.from_numpy(np.stack(s0)).to(device)
+    tasks0 = torch.stack([torch.from_numpy(family.task_code(t)) for t in test]).to(device)
+    actions0 = q.greedy(states0, tasks0)
+    with torch.no_grad():
+        q_hat = q(states0, tasks0).gather(1, actions0[:, None])[:, 0].cpu().numpy()
+
+    def policy(features: np.ndarray, code: np.ndarray) -> int:
+        s = torch.from_numpy(features)[None].to(device)
+        return int(q.greedy(s, torch.from_numpy(code)[None].to(device))[0])
+
+    outcomes = [family.rollout(t, policy, gamma=config.gamma) for t in ctx.progress(test, desc="evaluate policy")]
+    success = np.array([o.success for o in outcomes], dtype=np.float64)
+    value_error = np.abs(q_hat - np.array([o.discounted_return for o in outcomes]))
+
+    def make(heads: int) -> Callable[[], UniversalMLP]:
+        return lambda: UniversalMLP(
+            family.state_dim, family.task_dim, num_actions=NUM_ACTIONS, hidden=config.pe_hidden, num_heads=heads
+        ).to(device)
+
+    fractions = rejection_grid(config.rejection_max, config.rejection_points)
+    learners: list[tuple[str, torch.nn.Module, int, int]] = []
+    torch.manual_seed(derive_seed(config.seed, "uvu-init"))
+    uvu = UVU(make(config.uvu_heads)(), make(config.uvu_heads)(), gamma=config.gamma)
+    learners.append(("UVU", uvu, count_parameters(uvu, trainable_only=True), count_parameters(uvu)))
+    for k in config.ensemble_sizes:
+        torch.manual_seed(derive_seed(config.seed, "ensemble-init", k))
+        ens = ValueEnsemble(make(1), k, gamma=config.gamma)
+        learners.append((f"ensemble-{k}", ens, count_parameters(ens), count_parameters(ens)))
+    torch.manual_seed(derive_seed(config.seed, "rnd-init"))
+    rnd = RND(make(config.uvu_heads)(), make(config.uvu_heads)())
+    learners.append(("RND", rnd, count_parameters(rnd, trainable_only=True), count_parameters(rnd)))
+
+    methods = []
+    for name, model, trained, total in learners:
+        result = fit(
+            model,
+            data,
+            steps=config.pe_steps,
+            lr=config.lr,
+            batch_size=config.batch_size,
+            generator=torch_generator(derive_seed(config.seed, "pe-batches", name)),
+            progress=lambda it, name=name: ctx.progress(it, total=config.pe_steps, desc=name),
+        )
+        with torch.no_grad():
+            unc = model.uncertainty(states0, actions0, tasks0).cpu().numpy().astype(np.float64)
+        curve = rejection_curve(unc, success, fractions)
+        methods.append(
+            MethodScore(
+                name=name,
+                uncertainty=unc,
+                curve=curve.success,
+                auc=curve.auc,
+                spearman=rank_correlation(unc, value_error),
+                trained_params=trained,
+                total_params=total,
+                train_time_s=result.wall_time_s,
+            )
+        )
+        ctx.log(
+            f"{name}: AUC {curve.auc:.3f}, spearman {methods[-1].spearman:.3f}, "
+            f"{result.wall_time_s:.1f} s, {total} params"
+        )
+    largest = next(mm for mm in methods if mm.name == f"ensemble-{max(config.ensemble_sizes)}")
+    diffs = paired_bootstrap_auc_difference(
+        methods[0].uncertainty,
+        largest.uncertainty,
+        success,
+        fractions,
+        resamples=config.bootstrap,
+        rng=numpy_rng(derive_seed(config.seed, "bootstrap")),
+    )
+    oracle = oracle_curve(success, fractions)
+    return RejectionStudy(
+        fractions=fractions,
+        methods=methods,
+        oracle_curve=oracle.success,
+        oracle_auc=oracle.auc,
+        base_success=float(success.mean()),
+        group_names=group_names,
+        groups=groups,
+        success=success,
+        value_error=value_error,
+        transitions=len(data),
+        auc_difference_ci=(float(np.quantile(diffs, 0.05)), float(np.quantile(diffs, 0.95))),
+        dqn_time_s=dqn_time,
+    )
