@@ -1,0 +1,51 @@
+"""The reproduction through the real CLI (smoke scale) and its config validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from iclr26.common.config import ConfigError
+from iclr26.zoprox.experiment import ZOProxConfig
+
+
+def test_smoke_run_writes_a_record_with_every_study(smoke):
+    record = smoke("zoprox")
+    metrics = record["metrics"]
+    assert set(metrics) == {"lasso", "tori", "budget", "budget_verdict", "speedup"}
+    assert set(metrics["lasso"]["curves"]) == {"zod", "zod_independent", "rgo"}
+    assert set(metrics["budget"]) == {"gaussian", "mixture", "double_well", "logistic"}
+    for target in metrics["budget"].values():
+        assert set(target["final"]) == {"zod", "zod_independent", "rgo", "rwm", "ula", "mala"}
+        # every sampler stayed within one iteration's cost of the shared budget
+        assert max(target["spent"].values()) <= 2 * target["budget_queries"]
+    assert metrics["speedup"]["same_samples"] is True
+    assert set(record["plots"]) == {
+        "lasso_kl.png",
+        "tori.png",
+        "budget_w2_vs_queries.png",
+        "budget_w2_vs_wallclock.png",
+        "mixture_scatter.png",
+    }
+    assert isinstance(record["claim_held"], bool)
+    assert record["evidence"]["kl_threshold"] == record["config"]["kl_threshold"]
+
+
+def test_bad_config_is_rejected_by_the_cli(cli):
+    proc = cli("run", "zoprox", "--scale", "smoke", "--set", "lasso_step=0")
+    assert proc.returncode != 0
+    assert "lasso_step" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("changes", "name"),
+    [
+        ({"rgo_step": 0.05}, "rgo_step"),
+        ({"budget_targets": ("gaussian", "banana")}, "budget_targets"),
+        ({"mixture_dim": 11}, "mixture_dim"),
+        ({"tori_sigma2_min": 1.0}, "tori_sigma2_min"),
+        ({"pool_points": 100}, "pool_points"),
+    ],
+)
+def test_config_validation_names_the_field(changes, name):
+    with pytest.raises(ConfigError, match=name):
+        ZOProxConfig(**changes)
