@@ -29,6 +29,7 @@ def test_atomic_write_replaces_and_leaves_no_temp_files(tmp_path):
     write_json_atomic(path, {"v": 2})
     assert json.loads(path.read_text()) == {"v": 2}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
+    assert path.stat().st_mode & 0o777 == 0o644
 
 
 def test_failed_write_keeps_the_old_file(tmp_path):

@@ -80,6 +80,7 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a record is meant to be read by anyone
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
