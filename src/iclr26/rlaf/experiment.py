@@ -1,0 +1,636 @@
+"""Reproduction of RLAF: GRPO-trained GNN guidance versus the unguided solver and a supervised baseline.
+
+RLAF (Tönshoff & Grohe, ICLR 2026, arXiv 2505.16053). For each problem family (random 3-SAT at the threshold and
+3-colouring of ``G(n, 4.67/(n−1))``), and for each of ``train_seeds`` training seeds:
+
+1. Generate a balanced training set and a validation set at the training size, and random test sets at the
+   training size (held out) and at larger sizes (once per run, shared by the seeds).
+2. Train an :class:`RLAFPolicy` with GRPO, the decisions of the project's CDCL with the full injection mechanism
+   as the only reward; every ``validate_every`` iterations, evaluate the policy's mode on the validation set and
+   keep the best policy (the official code's ``best.pt``; iteration 0 is the unguided-equivalent initial policy).
+3. Train the expert-supervised baseline (backbone prediction for 3-SAT, UNSAT-core prediction for colouring).
+4. Solve every test formula with every solver of ``eval_solvers`` unguided, RLAF-guided (mode) and
+   supervised-guided; record decisions and wall time.
+
+Verdict: for every family and test size, the mean over seeds of ``mean decisions (RLAF) / mean decisions
+(unguided)`` on the full-mechanism solver ``cdcl`` must be at most ``1 − margin``. The ratios on the PySAT
+solvers (Ergo: initial activities + phases; Glucose 4: phases only), the supervised baseline's ratios and the
+largest speed-up are reported beside it.
+
+Deviations (details in the README): the full mechanism runs on the project's Python CDCL, not on a patched Glucose;
+the scale is far smaller (formulas, sizes, iterations, samples, GNN width); one KL weight for both families; no March
+solver and no cryptographic family.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from iclr26.common.config import ExperimentConfig, require
+from iclr26.common.experiment import Experiment, Outcome, RunContext
+from iclr26.common.plots import figure, savefig
+from iclr26.common.seeding import derive_seed, torch_generator
+from iclr26.rlaf.generators import FAMILIES, Instance, describe, generate, generate_balanced
+from iclr26.rlaf.grpo_trainer import GRPOSettings, GRPOTrainer
+from iclr26.rlaf.guidance import Guidance
+from iclr26.rlaf.policy import RLAFPolicy
+from iclr26.rlaf.result import SolveResult
+from iclr26.rlaf.solvers import INJECTION_SUPPORT, SolverPool, SolveTask, available_workers
+from iclr26.rlaf.supervised import LiteralPredictor, backbone_labels, core_labels, train_supervised
+
+METHODS = ("unguided", "supervised", "rlaf")
+
+
+@dataclass(frozen=True)
+class RLAFConfig(ExperimentConfig):
+    """Settings of ``iclr26 run rlaf`` (defaults: the ``cpu`` scale)."""
+
+    families: tuple[str, ...] = field(
+        default=("3sat", "3col"),
+        metadata={
+            "help": "problem families, of '3sat' and '3col' (source: the paper's 3-SAT and 3-colouring experiments; "
+            "its crypto family needs an external generator)"
+        },
+    )
+    sat_train_vars: int = field(
+        default=50,
+        metadata={
+            "help": "3-SAT training size n (source: paper trains at n=200; 50 chosen so a pure-Python CDCL "
+            "call takes ~10 ms)"
+        },
+    )
+    sat_test_vars: tuple[int, ...] = field(
+        default=(50, 100),
+        metadata={
+            "help": "3-SAT test sizes: the training size (held out) and larger (source: paper tests "
+            "300/350/450 after training at 200, i.e. up to 2.25x; 100 = 2x here)"
+        },
+    )
+    col_train_nodes: int = field(
+        default=100,
+        metadata={
+            "help": "3-colouring training graph size (source: paper trains at 300 nodes; 100 chosen for CPU cost)"
+        },
+    )
+    col_test_nodes: tuple[int, ...] = field(
+        default=(100, 150),
+        metadata={"help": "3-colouring test sizes (source: paper tests 400/500/600 after 300; scaled down)"},
+    )
+    train_formulas: int = field(
+        default=64,
+        metadata={"help": "balanced training formulas per family (source: paper 10k; not in reach on 2 cores)"},
+    )
+    val_formulas: int = field(
+        default=16, metadata={"help": "balanced validation formulas per family (source: paper 100; scaled down)"}
+    )
+    test_formulas: int = field(
+        default=32, metadata={"help": "random test formulas per family and size (source: paper 200; scaled down)"}
+    )
+    train_seeds: int = field(
+        default=3, metadata={"help": "independent trainings per family (not in the paper; for a seed spread)"}
+    )
+    iterations: int = field(
+        default=20,
+        metadata={
+            "help": "GRPO iterations (source: paper up to 2000; 20 fit the CPU budget, and the validation cost stops "
+            "improving after ~5-10 at this scale)"
+        },
+    )
+    formulas_per_iteration: int = field(
+        default=16, metadata={"help": "formulas sampled per GRPO iteration (source: paper 100)"}
+    )
+    samples_per_formula: int = field(
+        default=8,
+        metadata={"help": "parameterisations per formula, the GRPO group size M (source: paper 40; 8 for CPU)"},
+    )
+    grpo_steps: int = field(
+        default=10, metadata={"help": "gradient steps per iteration (source: paper 50 minibatch steps)"}
+    )
+    lr: float = field(
+        default=1e-3,
+        metadata={
+            "help": "Adam learning rate (source: paper 1e-4 (3-SAT) / 5e-5 (colouring) over 2000 "
+            "iterations; 1e-3 so that 20 iterations move the policy)"
+        },
+    )
+    kl_coef: float = field(
+        default=0.1,
+        metadata={"help": "KL penalty beta to the sampling policy (source: official README, 0.1 for 3-SAT)"},
+    )
+    clip_eps: float = field(default=0.2, metadata={"help": "GRPO ratio clip epsilon (source: config, 0.2)"})
+    warmup_iterations: int = field(
+        default=3, metadata={"help": "linear LR warm-up in iterations (source: code uses 5; 3 for 20 iterations)"}
+    )
+    sigma: float = field(default=0.1, metadata={"help": "log-normal weight scale sigma_w (source: config, 0.1)"})
+    channels: int = field(
+        default=32, metadata={"help": "GNN width (source: paper 256; 32 for CPU, a trial with 64 gave similar ratios)"}
+    )
+    num_layers: int = field(default=4, metadata={"help": "GNN message-passing layers (source: paper 10; 4 for CPU)"})
+    validate_every: int = field(
+        default=5, metadata={"help": "iterations between validations of the policy mode (source: code, 5)"}
+    )
+    supervised_epochs: int = field(
+        default=40, metadata={"help": "epochs of the supervised baseline (source: code 50 on 10k formulas)"}
+    )
+    supervised_lr: float = field(
+        default=1e-3, metadata={"help": "Adam LR of the supervised baseline (source: code 1e-4; raised for 40 epochs)"}
+    )
+    pred_scale: float = field(
+        default=10.0,
+        metadata={"help": "weight scale of the supervised baseline (source: official README, pred_scale=10)"},
+    )
+    eval_solvers: tuple[str, ...] = field(
+        default=("cdcl", "ergo", "glucose4"),
+        metadata={
+            "help": "solvers evaluated: 'cdcl' (full mechanism), 'ergo' (PySAT: activities+phases), "
+            "'glucose4' (PySAT: phases only) (source: paper uses Glucose and March)"
+        },
+    )
+    max_conflicts: int = field(
+        default=50_000,
+        metadata={
+            "help": "conflict budget per solver call; a budget-out costs the batch maximum (source: paper "
+            "60 s CPU limit; a conflict budget keeps the cost deterministic)"
+        },
+    )
+    margin: float = field(
+        default=0.05,
+        metadata={
+            "help": "claim tolerance: RLAF/unguided mean-decision ratio must be <= 1 - margin on every "
+            "family and size (not in the paper; asks for a reduction of at least 5% against the deterministic "
+            "unguided solver)"
+        },
+    )
+    workers: int = field(
+        default=0, metadata={"help": "solver processes; 0 = the cores available (not in the paper; 8 there)"}
+    )
+
+    SCALES: ClassVar[dict[str, dict[str, Any]]] = {
+        "smoke": {
+            "families": ("3sat",),
+            "sat_train_vars": 20,
+            "sat_test_vars": (20, 30),
+            "train_formulas": 8,
+            "val_formulas": 4,
+            "test_formulas": 4,
+            "train_seeds": 1,
+            "iterations": 2,
+            "formulas_per_iteration": 4,
+            "samples_per_formula": 4,
+            "grpo_steps": 2,
+            "validate_every": 1,
+            "supervised_epochs": 2,
+            "channels": 16,
+            "num_layers": 2,
+            "warmup_iterations": 1,
+        },
+        "gpu": {
+            "sat_train_vars": 100,
+            "sat_test_vars": (100, 150, 200),
+            "col_train_nodes": 150,
+            "col_test_nodes": (150, 200, 300),
+            "train_formulas": 1000,
+            "val_formulas": 64,
+            "test_formulas": 100,
+            "train_seeds": 3,
+            "iterations": 200,
+            "formulas_per_iteration": 32,
+            "samples_per_formula": 40,
+            "grpo_steps": 20,
+            "lr": 3e-4,
+            "warmup_iterations": 5,
+            "channels": 128,
+            "num_layers": 6,
+            "supervised_epochs": 50,
+        },
+    }
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(
+            len(self.families) > 0 and all(f in FAMILIES for f in self.families),
+            "families",
+            f"must be a non-empty subset of {FAMILIES}, got {self.families}",
+        )
+        for train_name, test_name in (("sat_train_vars", "sat_test_vars"), ("col_train_nodes", "col_test_nodes")):
+            train, tests = getattr(self, train_name), getattr(self, test_name)
+            require(train >= 10, train_name, f"must be >= 10, got {train}")
+            require(train in tests, test_name, f"must contain the training size {train} (held out), got {tests}")
+            require(any(t > train for t in tests), test_name, f"must contain a size larger than {train}, got {tests}")
+        for name in ("train_formulas", "val_formulas"):
+            value = getattr(self, name)
+            require(value >= 2 and value % 2 == 0, name, f"must be an even number >= 2 (balanced), got {value}")
+        require(self.test_formulas >= 1, "test_formulas", f"must be >= 1, got {self.test_formulas}")
+        require(self.train_seeds >= 1, "train_seeds", f"must be >= 1, got {self.train_seeds}")
+        require(self.iterations >= 1, "iterations", f"must be >= 1, got {self.iterations}")
+        require(
+            1 <= self.formulas_per_iteration <= self.train_formulas,
+            "formulas_per_iteration",
+            f"must be in [1, train_formulas={self.train_formulas}], got {self.formulas_per_iteration}",
+        )
+        require(
+            self.samples_per_formula >= 2,
+            "samples_per_formula",
+            f"must be >= 2 (GRPO normalises within the group), got {self.samples_per_formula}",
+        )
+        require(self.grpo_steps >= 1, "grpo_steps", f"must be >= 1, got {self.grpo_steps}")
+        require(self.lr > 0, "lr", f"must be > 0, got {self.lr}")
+        require(self.kl_coef >= 0, "kl_coef", f"must be >= 0, got {self.kl_coef}")
+        require(0 < self.clip_eps < 1, "clip_eps", f"must be in (0, 1), got {self.clip_eps}")
+        require(self.warmup_iterations >= 0, "warmup_iterations", f"must be >= 0, got {self.warmup_iterations}")
+        require(self.sigma > 0, "sigma", f"must be > 0, got {self.sigma}")
+        require(
+            self.channels >= 1 and self.num_layers >= 1,
+            "channels",
+            f"channels and num_layers must be >= 1, got {self.channels}, {self.num_layers}",
+        )
+        require(self.validate_every >= 1, "validate_every", f"must be >= 1, got {self.validate_every}")
+        require(self.supervised_epochs >= 1, "supervised_epochs", f"must be >= 1, got {self.supervised_epochs}")
+        require(self.supervised_lr > 0, "supervised_lr", f"must be > 0, got {self.supervised_lr}")
+        require(self.pred_scale > 0, "pred_scale", f"must be > 0, got {self.pred_scale}")
+        require(
+            "cdcl" in self.eval_solvers and all(s in INJECTION_SUPPORT for s in self.eval_solvers),
+            "eval_solvers",
+            f"must include 'cdcl' (the verdict's solver) and only names from "
+            f"{sorted(INJECTION_SUPPORT)}, got {self.eval_solvers}",
+        )
+        require(self.max_conflicts >= 1, "max_conflicts", f"must be >= 1, got {self.max_conflicts}")
+        require(0 <= self.margin < 1, "margin", f"must be in [0, 1), got {self.margin}")
+        require(self.workers >= 0, "workers", f"must be >= 0 (0 = all cores), got {self.workers}")
+
+    def train_size(self, family: str) -> int:
+        """The training size of ``family``."""
+        return self.sat_train_vars if family == "3sat" else self.col_train_nodes
+
+    def test_sizes(self, family: str) -> tuple[int, ...]:
+        """The test sizes of ``family``, ascending."""
+        return tuple(sorted(self.sat_test_vars if family == "3sat" else self.col_test_nodes))
+
+
+@dataclass
+class _Data:
+    train: list[Instance]
+    val: list[Instance]
+    test: dict[int, list[Instance]]
+
+
+def _make_data(config: RLAFConfig, family: str) -> _Data:
+    size = config.train_size(family)
+    return _Data(
+        train=generate_balanced(family, size, config.train_formulas, seed=derive_seed(config.seed, "train")),
+        val=generate_balanced(family, size, config.val_formulas, seed=derive_seed(config.seed, "val")),
+        test={
+            n: generate(family, n, config.test_formulas, seed=derive_seed(config.seed, "test"))
+            for n in config.test_sizes(family)
+        },
+    )
+
+
+def _mean_decisions(results: list[SolveResult]) -> float:
+    return float(np.mean([r.decisions for r in results]))
+
+
+@dataclass
+class _Trained:
+    """A trained network and its training history."""
+
+    model: RLAFPolicy | LiteralPredictor
+    history: dict[str, Any]
+
+
+def _train_rlaf(
+    config: RLAFConfig, family: str, data: _Data, seed: int, label: str, pool: SolverPool, ctx: RunContext
+) -> _Trained:
+    torch.manual_seed(seed)
+    policy = RLAFPolicy(channels=config.channels, num_layers=config.num_layers, sigma=config.sigma)
+    settings = GRPOSettings(
+        samples_per_formula=config.samples_per_formula,
+        steps=config.grpo_steps,
+        clip_eps=config.clip_eps,
+        kl_coef=config.kl_coef,
+        lr=config.lr,
+        warmup_iterations=config.warmup_iterations,
+        max_conflicts=config.max_conflicts,
+    )
+    trainer = GRPOTrainer(policy, settings, pool=pool, seed=derive_seed(seed, "sample"))
+    val_cnfs = [i.cnf for i in data.val]
+
+    def validate() -> float:
+        guidance = policy.guidance(val_cnfs)
+        return _mean_decisions(
+            pool.map(
+                [SolveTask(c, g, max_conflicts=config.max_conflicts) for c, g in zip(val_cnfs, guidance, strict=True)]
+            )
+        )
+
+    rng = np.random.default_rng(derive_seed(seed, "batches"))
+    history: dict[str, list[float]] = {
+        "val_iteration": [0.0],
+        "val_decisions": [validate()],
+        "sampled_cost": [],
+        "kl": [],
+        "clip_fraction": [],
+    }
+    best_score, best_state = history["val_decisions"][0], copy.deepcopy(policy.state_dict())
+    for it in ctx.progress(range(1, config.iterations + 1), total=config.iterations, desc=f"GRPO {family} {label}"):
+        batch = rng.choice(len(data.train), size=config.formulas_per_iteration, replace=False)
+        stats = trainer.iteration([data.train[i].cnf for i in batch])
+        history["sampled_cost"].append(stats.mean_cost)
+        history["kl"].append(stats.kl)
+        history["clip_fraction"].append(stats.clip_fraction)
+        if it % config.validate_every == 0 or it == config.iterations:
+            score = validate()
+            history["val_iteration"].append(float(it))
+            history["val_decisions"].append(score)
+            if score < best_score:
+                best_score, best_state = score, copy.deepcopy(policy.state_dict())
+    policy.load_state_dict(best_state)
+    history["best_val_decisions"] = [best_score]
+    return _Trained(model=policy, history=history)
+
+
+def _train_supervised(config: RLAFConfig, family: str, data: _Data, labels: list[np.ndarray], seed: int) -> _Trained:
+    target = "backbone" if family == "3sat" else "core"
+    # official: backbone models train on the satisfiable formulas only; core models on all
+    keep = [i for i, inst in enumerate(data.train) if target == "core" or inst.satisfiable]
+    torch.manual_seed(seed)
+    model = LiteralPredictor(
+        channels=config.channels, num_layers=config.num_layers, target=target, pred_scale=config.pred_scale
+    )
+    losses = train_supervised(
+        model,
+        [data.train[i].cnf for i in keep],
+        [labels[i] for i in keep],
+        epochs=config.supervised_epochs,
+        batch_size=config.formulas_per_iteration,
+        lr=config.supervised_lr,
+        generator=torch_generator(derive_seed(seed, "shuffle")),
+    )
+    return _Trained(model=model, history={"supervised_loss": losses})
+
+
+def _policy_diagnostics(policy: RLAFPolicy, instances: list[Instance]) -> dict[str, float]:
+    """What the mode parameterisation looks like on ``instances``: how many polarities are "true", how spread
+    the weights are, and how closely they follow the variable degree (occurrences of either literal)."""
+    guidance = policy.guidance([i.cnf for i in instances])
+    polarity = np.concatenate([g.polarity for g in guidance])
+    weights = [g.weight for g in guidance]
+    degree = []
+    for inst in instances:
+        counts = np.zeros(inst.cnf.num_vars)
+        for clause in inst.cnf.clauses:
+            for lit in clause:
+                counts[abs(lit) - 1] += 1
+        degree.append(counts)
+    w_all, d_all = np.concatenate(weights), np.concatenate(degree)
+    # Pearson correlation over all variables of the set (0 when the weights are constant, e.g. the initial policy)
+    corr = float(np.corrcoef(w_all, d_all)[0, 1]) if w_all.std() > 0 and d_all.std() > 0 else 0.0
+    return {
+        "polarity_true_fraction": float(polarity.mean()),
+        "weight_cv": float(np.mean([w.std() / w.mean() for w in weights])),
+        "weight_min": float(w_all.min()),
+        "weight_max": float(w_all.max()),
+        "weight_degree_corr": corr,
+    }
+
+
+def _evaluate(
+    config: RLAFConfig, instances: list[Instance], guidance: dict[str, list[Guidance | None]], pool: SolverPool
+) -> dict[str, dict[str, list[SolveResult]]]:
+    """``out[solver][method]``: one result per instance."""
+    keys = [(solver, method) for solver in config.eval_solvers for method in guidance]
+    tasks = [
+        SolveTask(inst.cnf, guidance[method][k], solver=solver, max_conflicts=config.max_conflicts)
+        for solver, method in keys
+        for k, inst in enumerate(instances)
+    ]
+    results = pool.map(tasks)
+    out: dict[str, dict[str, list[SolveResult]]] = {s: {} for s in config.eval_solvers}
+    n = len(instances)
+    for j, (solver, method) in enumerate(keys):
+        out[solver][method] = results[j * n : (j + 1) * n]
+    return out
+
+
+def run(config: RLAFConfig, ctx: RunContext) -> Outcome:
+    """Train and evaluate per family and seed; the verdict compares RLAF with the unguided CDCL."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the solver processes use the cores; a multi-threaded torch would oversubscribe
+    try:
+        with SolverPool(config.workers or available_workers()) as pool:
+            return _run(config, ctx, pool)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@dataclass
+class _Timed:
+    """Guidance for a test set and the mean GNN time per formula that produced it."""
+
+    guidance: list[Guidance | None]
+    seconds_per_formula: float
+
+
+def _guidance_timed(model: RLAFPolicy | LiteralPredictor, cnfs: list) -> _Timed:
+    start = time.perf_counter()
+    guidance = model.guidance(cnfs)
+    return _Timed(guidance=guidance, seconds_per_formula=(time.perf_counter() - start) / len(cnfs))
+
+
+# per seed: mean and median decisions, mean conflicts and propagations, mean solver wall time, mean GNN time per
+# formula, mean-decision ratio to the unguided solver, number of budget-outs
+_STATISTICS = ("mean", "median", "conflicts", "propagations", "wall_s", "inference_s", "ratio", "unknown")
+
+
+def _record(
+    rows: dict[str, dict[str, dict[str, list[float]]]],
+    results: dict[str, dict[str, list[SolveResult]]],
+    inference_s: dict[str, float],
+) -> None:
+    """Append one seed's statistics to ``rows[solver][method][statistic]``."""
+    for solver, by_method in results.items():
+        base = _mean_decisions(by_method["unguided"])
+        entry = rows.setdefault(
+            solver,
+            {m: {k: [] for k in _STATISTICS} for m in METHODS},
+        )
+        for method, res in by_method.items():
+            decisions = [r.decisions for r in res]
+            entry[method]["mean"].append(float(np.mean(decisions)))
+            entry[method]["median"].append(float(np.median(decisions)))
+            entry[method]["conflicts"].append(float(np.mean([r.conflicts for r in res])))
+            entry[method]["propagations"].append(float(np.mean([r.propagations for r in res])))
+            entry[method]["wall_s"].append(float(np.mean([r.wall_time_s for r in res])))
+            entry[method]["inference_s"].append(inference_s.get(method, 0.0))
+            entry[method]["ratio"].append(float(np.mean(decisions)) / max(base, 1e-9))
+            entry[method]["unknown"].append(sum(r.status == "UNKNOWN" for r in res))
+
+
+def _run(config: RLAFConfig, ctx: RunContext, pool: SolverPool) -> Outcome:
+    table: dict[str, Any] = {}
+    training: dict[str, Any] = {}
+    distributions: dict[str, dict[int, dict[str, list[int]]]] = {}
+    for family in config.families:
+        # step 1: data
+        data = _make_data(config, family)
+        ctx.log(
+            f"{family}: train {describe(data.train)}, val {describe(data.val)}, test sizes "
+            f"{list(data.test)} x {config.test_formulas}"
+        )
+        labeller = backbone_labels if family == "3sat" else core_labels
+        labels = [labeller(inst.cnf) for inst in data.train]
+        # the unguided solvers are deterministic: solve each test set once, reuse for every seed
+        unguided = {
+            n: {s: r["unguided"] for s, r in _evaluate(config, inst, {"unguided": [None] * len(inst)}, pool).items()}
+            for n, inst in data.test.items()
+        }
+        rows: dict[int, dict[str, Any]] = {n: {} for n in data.test}
+        training[family] = {}
+        for k in range(config.train_seeds):
+            seed = derive_seed(config.seed, family, "seed", k)
+            # steps 2-3: RLAF by GRPO, and the supervised baseline
+            rlaf = _train_rlaf(config, family, data, seed, f"seed {k}", pool, ctx)
+            supervised = _train_supervised(config, family, data, labels, seed)
+            held_out = data.test[config.train_size(family)]
+            training[family][f"seed{k}"] = {
+                **rlaf.history,
+                **supervised.history,
+                "policy": _policy_diagnostics(rlaf.model, held_out),
+            }
+            if k == 0:
+                rlaf.model.save(ctx.out_dir / f"rlaf_policy_{family}.pt")
+            # step 4: every test set, solver and method
+            for n, instances in data.test.items():
+                cnfs = [i.cnf for i in instances]
+                guidance, inference = {}, {}
+                for method, trained in (("supervised", supervised), ("rlaf", rlaf)):
+                    timed = _guidance_timed(trained.model, cnfs)
+                    guidance[method], inference[method] = timed.guidance, timed.seconds_per_formula
+                results = _evaluate(config, instances, guidance, pool)
+                for solver in results:
+                    results[solver] = {"unguided": unguided[n][solver], **results[solver]}
+                _record(rows[n], results, inference)
+                if k == 0:
+                    distributions.setdefault(family, {})[n] = {
+                        m: [r.decisions for r in res] for m, res in results["cdcl"].items()
+                    }
+        table[family] = {str(n): rows[n] for n in sorted(rows)}
+    return _outcome(config, ctx, table, training, distributions)
+
+
+def _seed_mean(values: list[float]) -> float:
+    return float(statistics.fmean(values))
+
+
+def _outcome(
+    config: RLAFConfig,
+    ctx: RunContext,
+    table: dict[str, Any],
+    training: dict[str, Any],
+    distributions: dict[str, dict[int, dict[str, list[int]]]],
+) -> Outcome:
+    summary: dict[str, float] = {}
+    verdict_ratios: dict[str, float] = {}
+    for family, by_size in table.items():
+        for size, by_solver in by_size.items():
+            for solver, by_method in by_solver.items():
+                for method in ("supervised", "rlaf"):
+                    key = f"{family}/{size}/{solver}/{method}"
+                    summary[key] = _seed_mean(by_method[method]["ratio"])
+                    if solver == "cdcl" and method == "rlaf":
+                        verdict_ratios[f"{family}/{size}"] = summary[key]
+    threshold = 1.0 - config.margin
+    held = all(r <= threshold for r in verdict_ratios.values())
+    best_speedup = max(1.0 / max(r, 1e-9) for k, r in summary.items() if k.endswith("/rlaf"))
+    rlaf_vs_supervised = {
+        k: summary[f"{k.split('/')[0]}/{k.split('/')[1]}/cdcl/rlaf"]
+        / max(summary[f"{k.split('/')[0]}/{k.split('/')[1]}/cdcl/supervised"], 1e-9)
+        for k in verdict_ratios
+    }
+    ratios_text = ", ".join(f"{k} {v:.2f}" for k, v in verdict_ratios.items())
+    measurement = (
+        f"RLAF/unguided mean decisions (CDCL, full injection, {config.train_seeds} seed(s)): {ratios_text}; "
+        f"best speed-up {best_speedup:.2f}x"
+    )
+    notes = (
+        "Cost = decisions of the project's Python CDCL (full mechanism) and of PySAT Ergo / Glucose 4 (partial "
+        "injection); policies trained on the CDCL only. Small scale: see the README's deviations."
+    )
+    _plot_distributions(ctx, distributions)
+    _plot_training(ctx, training)
+    _plot_ratios(ctx, summary)
+    return Outcome(
+        metrics={
+            "ratio_summary": summary,
+            "results": table,
+            "training": training,
+            "rlaf_over_supervised_cdcl": rlaf_vs_supervised,
+            "best_speedup": best_speedup,
+        },
+        claim_held=held,
+        evidence={
+            "rlaf_over_unguided_cdcl": verdict_ratios,
+            "threshold": threshold,
+            "best_speedup": best_speedup,
+            "rlaf_over_supervised_cdcl": rlaf_vs_supervised,
+        },
+        measurement=measurement,
+        notes=notes,
+    )
+
+
+def _plot_distributions(ctx: RunContext, distributions: dict[str, dict[int, dict[str, list[int]]]]) -> None:
+    panels = [(f, n) for f, by_size in distributions.items() for n in sorted(by_size)]
+    fig, axes = figure(ncols=len(panels), width=3.6, height=3.4)
+    axes = np.atleast_1d(axes).ravel()
+    for ax, (family, n) in zip(axes, panels, strict=True):
+        data = distributions[family][n]
+        ax.boxplot([np.maximum(data[m], 1) for m in METHODS], showmeans=True)
+        ax.set_xticks(range(1, len(METHODS) + 1), METHODS, rotation=20)
+        ax.set_yscale("log")
+        ax.set_title(f"{family}, size {n} (CDCL)")
+        ax.set_ylabel("decisions")
+    savefig(fig, ctx.plot_path("cost_distributions.png"))
+
+
+def _plot_training(ctx: RunContext, training: dict[str, Any]) -> None:
+    fig, axes = figure(ncols=len(training), width=4.2, height=3.2)
+    axes = np.atleast_1d(axes).ravel()
+    for ax, (family, by_seed) in zip(axes, training.items(), strict=True):
+        for name, hist in by_seed.items():
+            ax.plot(hist["val_iteration"], hist["val_decisions"], marker="o", label=f"{name} val (mode)")
+            ax.plot(
+                range(1, len(hist["sampled_cost"]) + 1),
+                hist["sampled_cost"],
+                alpha=0.4,
+                label=f"{name} train (sampled)",
+            )
+        ax.set_title(f"GRPO on {family}")
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("mean decisions")
+        ax.legend(fontsize=7)
+    savefig(fig, ctx.plot_path("training.png"))
+
+
+def _plot_ratios(ctx: RunContext, summary: dict[str, float]) -> None:
+    keys = sorted({k.rsplit("/", 1)[0] for k in summary})
+    fig, ax = figure(width=max(5.0, 0.55 * len(keys)), height=3.6)
+    x = np.arange(len(keys))
+    for offset, method in ((-0.2, "supervised"), (0.2, "rlaf")):
+        ax.bar(x + offset, [summary[f"{k}/{method}"] for k in keys], width=0.4, label=method)
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set_xticks(x, keys, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("mean decisions / unguided")
+    ax.set_title("guided / unguided mean decisions (mean over seeds)")
+    ax.legend()
+    savefig(fig, ctx.plot_path("ratios.png"))
+
+
+EXPERIMENT = Experiment(config_cls=RLAFConfig, run=run)
