@@ -1,0 +1,115 @@
+"""The reproduction: config validation, the verdict rule, a user data file, and the smoke run through the CLI."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iclr26.common.config import ConfigError
+from iclr26.common.experiment import RunContext
+from iclr26.rgvfm.experiment import RGVFMConfig, run, verdict
+from iclr26.runner import build_config
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"benchmarks": ("moon",)}, "benchmarks"),
+        ({"models": ("rgvfm", "rgvfm")}, "models"),
+        ({"t_end": 1.0}, "t_end"),
+        ({"c2st_k": 4}, "c2st_k"),
+        ({"steps": 0}, "steps"),
+        ({"n_eval": 10}, "n_eval"),
+        ({"data": Path("/nonexistent/file.csv")}, "data"),
+    ],
+)
+def test_config_errors_name_the_field(changes, field):
+    with pytest.raises(ConfigError, match=f"config field '{field}'"):
+        RGVFMConfig(**changes)
+
+
+def fake_results(coverages: dict[str, list[float]]) -> dict:
+    def summary(values):
+        mean = sum(values) / len(values)
+        return {
+            "coverage": {"mean": mean, "std": 0.0, "per_seed": values},
+            "dist_to_manifold": {"mean": 0.01, "std": 0.0, "per_seed": [0.01] * len(values)},
+        }
+
+    return {"sphere_checkerboard": {k: summary(v) for k, v in coverages.items()}}
+
+
+def test_verdict_requires_a_gap_beyond_the_seed_spread():
+    config = RGVFMConfig(seeds=3)
+    clear = {"rgvfm": [84, 85, 83], "rfm": [66, 68, 67], "cfm": [65, 64, 66], "vfm": [79, 78, 80]}
+    held, evidence, measurement = verdict(config, fake_results(clear))
+    # RG-VFM-M - RFM = 17.0 and - max(CFM, VFM) = 5.0 with paired s.e. 0.33 and 0.58: both beyond max(1, 2 s.e.)
+    assert held and math.isclose(evidence["rgvfm_minus_rfm_pct"], 17.0)
+    assert math.isclose(evidence["rgvfm_minus_best_euclidean_pct"], 5.0)
+    assert "RG-VFM-M - RFM = +17.0" in measurement and "best of CFM/VFM = +5.0" in measurement
+    noisy = {"rgvfm": [90, 70, 80], "rfm": [70, 80, 78], "cfm": [60, 60, 60], "vfm": [60, 60, 60]}
+    # mean gap +4 but paired differences (20, -10, 2) have s.e. 8.7: not significant
+    assert not verdict(config, fake_results(noisy))[0]
+    worse_than_vfm = {"rgvfm": [84, 85, 83], "rfm": [66, 68, 67], "cfm": [65, 64, 66], "vfm": [84, 86, 83]}
+    assert not verdict(config, fake_results(worse_than_vfm))[0]
+
+
+def test_verdict_not_evaluated_without_the_sphere_checkerboard():
+    held, evidence, measurement = verdict(RGVFMConfig(), {"hyperboloid_checkerboard": {}})
+    assert not held and evidence == {"evaluated": False} and "not evaluated" in measurement
+
+
+def test_run_on_a_user_data_file(tmp_path):
+    rng = np.random.default_rng(0)
+    points = rng.normal(size=(120, 3)) + np.array([0.0, 0.0, 3.0])
+    np.save(tmp_path / "pts.npy", points)
+    config = RGVFMConfig(
+        benchmarks=(),
+        models=("rfm", "rgvfm"),
+        seeds=1,
+        steps=3,
+        batch_size=16,
+        n_eval=30,
+        sample_steps=3,
+        c2st_k=3,
+        data=tmp_path / "pts.npy",
+    )
+    outcome = run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
+    file_results = outcome.metrics["results"]["sphere_file"]
+    assert set(file_results) == {"rfm", "rgvfm"}
+    assert all(math.isfinite(r["mmd2"]["mean"]) for r in file_results.values())
+    assert not outcome.claim_held and "not evaluated" in outcome.measurement
+    assert (tmp_path / "samples_sphere_file.png").stat().st_size > 0
+
+
+def test_smoke_run_through_the_cli(smoke):
+    record = smoke("rgvfm")
+    results = record["metrics"]["results"]
+    assert set(results) == {"sphere_checkerboard", "hyperboloid_checkerboard"}
+    for board in results.values():
+        assert set(board) == {"cfm", "vfm", "rgvfm_ambient", "rfm", "rgvfm"}
+        for key, model in board.items():
+            assert 0 <= model["coverage"]["mean"] <= 100
+            assert 0 <= model["c2st"]["mean"] <= 1
+            if key in ("rfm", "rgvfm"):  # intrinsic samples lie on the manifold
+                assert model["dist_to_manifold"]["mean"] < 1e-4
+                assert "jacobi_gap" in model
+    # the Jacobi gap has the sign of the curvature: |log μ - log x1|² ≥ d² on S², ≤ on H²
+    assert results["sphere_checkerboard"]["rgvfm"]["jacobi_gap"]["mean"] >= 0
+    assert results["hyperboloid_checkerboard"]["rgvfm"]["jacobi_gap"]["mean"] <= 0
+    assert set(record["plots"]) == {
+        "samples_sphere_checkerboard.png",
+        "samples_hyperboloid_checkerboard.png",
+        "coverage.png",
+    }
+    assert isinstance(record["claim_held"], bool) and record["evidence"]["evaluated"]
+
+
+def test_set_override_is_validated():
+    """``--set t_end=1.0`` goes through the same parsing and validation as the CLI (no subprocess needed)."""
+    with pytest.raises(ConfigError, match="config field 't_end'"):
+        build_config("rgvfm", "smoke", None, ["t_end=1.0"])
+    assert build_config("rgvfm", "smoke", None, ["integrator=rk4"]).integrator == "rk4"
