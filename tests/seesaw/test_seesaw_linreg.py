@@ -62,6 +62,40 @@ def test_monte_carlo_sgd_matches_the_exact_recursion() -> None:
     assert mc.risk == pytest.approx(exact.risk, rel=0.04)
 
 
+def test_monte_carlo_adam_matches_a_per_seed_reference_loop() -> None:
+    # Three Adam steps (β = (0.9, 0.95), ε = 1e-8) on 2 seeds, batch 3, D = 2, redone seed by seed in numpy from the
+    # same draws (w* first, then per step x and ε). Step t:
+    #   g = (1/B) Σ_b x_b (⟨x_b, w - w*⟩ - ε_b),  m ← β1 m + (1-β1) g,  v ← β2 v + (1-β2) g²,
+    #   w ← w - η (m / (1 - β1^t)) / (√(v / (1 - β2^t)) + ε).
+    # At t = 1 the bias-corrected step is η g / (|g| + ε), i.e. ≈ η per coordinate.
+    p = small_problem()
+    plan = phase_plan(eta0=0.1, batch0=3, lr_decay=1, batch_growth=1, n_phases=1, samples_per_phase=9)
+    got = simulate(p, plan, optimizer="adam", n_seeds=2, generator=torch.Generator().manual_seed(5), betas=(0.9, 0.95))
+    g = torch.Generator().manual_seed(5)
+    w_star = (torch.randn(2, 2, generator=g, dtype=torch.float64) * torch.tensor(p.m0).sqrt()).numpy()
+    draws = [
+        (
+            (torch.randn(2, 3, 2, generator=g, dtype=torch.float64) * torch.tensor(p.lam).sqrt()).numpy(),
+            (math.sqrt(p.noise_var) * torch.randn(2, 3, generator=g, dtype=torch.float64)).numpy(),
+        )
+        for _ in range(3)
+    ]
+    want = [0.5 * float(np.mean([(w_star[s] ** 2) @ p.lam for s in range(2)]))]
+    w, m, v = np.zeros((2, 2)), np.zeros((2, 2)), np.zeros((2, 2))
+    for t, (x, eps) in enumerate(draws, start=1):
+        for s in range(2):
+            grad = sum(x[s, b] * (x[s, b] @ (w[s] - w_star[s]) - eps[s, b]) for b in range(3)) / 3
+            m[s] = 0.9 * m[s] + 0.1 * grad
+            v[s] = 0.95 * v[s] + 0.05 * grad**2
+            step = 0.1 * (m[s] / (1 - 0.9**t)) / (np.sqrt(v[s] / (1 - 0.95**t)) + 1e-8)
+            if t == 1:
+                assert step == pytest.approx(0.1 * grad / (np.abs(grad) + 1e-8), rel=1e-12)
+            w[s] -= step
+        want.append(0.5 * float(np.mean([((w[s] - w_star[s]) ** 2) @ p.lam for s in range(2)])))
+    assert got.risk == pytest.approx(want, rel=1e-12)
+    assert got.samples.tolist() == [0.0, 3.0, 6.0, 9.0] and got.steps == 3
+
+
 def test_exact_risk_decreases_to_the_noise_floor_with_decay() -> None:
     # Bias decays, the variance term shrinks with the LR: the risk at phase ends decreases.
     p = LinRegProblem.power_law(16)
@@ -95,6 +129,16 @@ def test_divergence_is_flagged() -> None:
         p, phase_plan(eta0=50.0, batch0=1, lr_decay=2, batch_growth=1, n_phases=2, samples_per_phase=200)
     )
     assert curve.diverged and math.isinf(max_relative_gap(curve, curve))
+    # The run stops at the first diverged phase; the phases after it are reported as ∞.
+    assert math.isinf(curve.phase_end_risk[-1]) and len(curve.risk) < 1 + 400
+    mc = simulate(
+        p,
+        phase_plan(eta0=50.0, batch0=1, lr_decay=2, batch_growth=1, n_phases=2, samples_per_phase=200),
+        optimizer="sgd",
+        n_seeds=2,
+        generator=torch.Generator().manual_seed(0),
+    )
+    assert mc.diverged and np.all(np.isinf(mc.phase_end_risk))
 
 
 def test_plan_from_seesaw_is_thm1s_phase_form() -> None:
@@ -113,6 +157,10 @@ def test_bad_input() -> None:
         plan_from_seesaw(
             Seesaw(peak_lr=1.0, base_batch_size=4, total_tokens=90, base=StepDecay.even(1), max_batch_size=8)
         )
+    with pytest.raises(ValueError, match="phase_plan eta0 must be positive and finite"):
+        phase_plan(eta0=math.nan, batch0=4, lr_decay=2, batch_growth=1, n_phases=3, samples_per_phase=64)
+    with pytest.raises(ValueError, match="phase_plan n_phases must be >= 1"):
+        phase_plan(eta0=1.0, batch0=4, lr_decay=2, batch_growth=1, n_phases=0, samples_per_phase=64)
     with pytest.raises(ValueError, match="samples_per_phase=8 is below the largest batch"):
         phase_plan(eta0=1.0, batch0=4, lr_decay=1, batch_growth=4, n_phases=3, samples_per_phase=8)
     with pytest.raises(ValueError, match="optimizer must be 'sgd' or 'adam'"):
@@ -123,5 +171,13 @@ def test_bad_input() -> None:
             n_seeds=1,
             generator=torch.Generator(),
         )
+    one_step = phase_plan(eta0=1, batch0=1, lr_decay=1, batch_growth=1, n_phases=1, samples_per_phase=1)
+    for kwargs, needle in (
+        (dict(n_seeds=0), "n_seeds must be >= 1"),
+        (dict(n_seeds=1, record_every=0), "record_every must be >= 1"),
+        (dict(n_seeds=1, betas=(0.9, 1.0)), "betas must lie in"),
+    ):
+        with pytest.raises(ValueError, match=needle):
+            simulate(small_problem(), one_step, optimizer="adam", generator=torch.Generator(), **kwargs)
     with pytest.raises(ValueError, match="lam must be positive"):
         LinRegProblem(lam=np.array([0.0, 1.0]), m0=np.ones(2), noise_var=1.0)

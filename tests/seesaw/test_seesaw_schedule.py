@@ -79,6 +79,30 @@ def test_alpha_four_step_decay() -> None:
     assert_runs(runs(s.plan()), [(1.0, 2, 200), (0.5, 8, 50)])
 
 
+def test_cosine_base_seesaw_hand_computed() -> None:
+    # Cosine to 0, no warmup, η₀ = 1, B0 = 4 samples, N = 1200, cap 8 (one growth). Cuts at
+    # f(p) = (1 + cos πp)/2 = 2^{-j}  ⇔  p_j = arccos(2^{1-j} - 1)/π: p_1 = 1/2 (n = 600), p_2 = 2/3 (n = 800),
+    # p_3 = arccos(-3/4)/π = 0.76995 (n = 923.94), p_4 = arccos(-7/8)/π = 0.83914 (n = 1006.97).
+    # k=0 on [0, 600): LR 1, batch 4, 600/4 = 150 steps;
+    # k=1 on [600, 800): Seesaw, LR 1/√2, batch 8, 200/8 = 25 steps;
+    # k=2 past the cap, LR decay by 2: LR 1/(2√2), batch 8, steps starting 800, ..., 920 (16);
+    # k=3: LR 1/(4√2), steps starting 928, ..., 1000 (10); the next starts at 1008 > 1006.97.
+    s = Seesaw(peak_lr=1.0, base_batch_size=4, total_tokens=1200, base=CosineDecay(0.0), max_batch_size=8)
+    plan = s.plan()
+    assert_runs(runs(plan)[:4], [(1.0, 4, 150), (1 / R2, 8, 25), (0.5 / R2, 8, 16), (0.25 / R2, 8, 10)])
+    # Every step against a reference loop that counts cuts by the closed-form p_j instead of log_2(1/f).
+    p_cut = [math.acos(2.0 ** (1 - j) - 1) / math.pi for j in range(1, 40)]
+    n, want = 0, []
+    while n < 1200:
+        k = sum(pj <= n / 1200 + 1e-12 for pj in p_cut)
+        want.append((n, 2.0 ** -(k / 2) if k <= 1 else 2.0**-0.5 * 2.0 ** -(k - 1), 4 if k == 0 else 8))
+        n += want[-1][2]
+    assert plan.tokens_before.tolist() == [w[0] for w in want]
+    assert plan.lr == pytest.approx([w[1] for w in want], rel=1e-12)
+    assert plan.batch_size.tolist() == [w[2] for w in want]
+    assert len(want) == 150 + 25 + 16 + 10 + (1200 - 1008) // 8
+
+
 def test_cosine_phase_starts_closed_form() -> None:
     # Cosine to 0 after warmup w = 100 over N = 1100: f(p) = (1 + cos πp)/2 = 2^{-k}
     # ⇔ p_k = arccos(2^{1-k} - 1)/π: p_1 = 1/2, p_2 = 2/3, p_3 = arccos(-3/4)/π. Start = w + p (N - w).
@@ -187,7 +211,8 @@ def test_is_a_trainer_schedule() -> None:
     [
         (dict(alpha=1.0), "alpha must be > 1"),
         (dict(alpha=0.5), "alpha must be > 1"),
-        (dict(batch_growth=0.5), "batch_growth must be >= 1"),
+        (dict(batch_growth=0.5), "batch_growth must be finite and >= 1"),
+        (dict(batch_growth=math.nan), "batch_growth must be finite and >= 1"),
         (dict(batch_growth=8.0, max_batch_size=64), "batch_growth=8.0 with rule='adam' would raise the LR"),
         (dict(batch_growth=4.0, rule="sgd", max_batch_size=64), "batch_growth <= 2"),
         (dict(max_batch_size=4), "max_batch_size=4 is below base_batch_size=8"),
@@ -196,7 +221,14 @@ def test_is_a_trainer_schedule() -> None:
         (dict(max_batch_size=None, base=CosineDecay(0.0)), "batch would grow without bound"),
         (dict(warmup_tokens=1000), "warmup_tokens must lie in"),
         (dict(peak_lr=-1.0), "peak_lr must be positive"),
-        (dict(base_batch_size=0), "base_batch_size must be a positive int"),
+        (dict(base_batch_size=0), "base_batch_size must be an int >= 1"),
+        (dict(base_batch_size=True), "base_batch_size must be an int >= 1"),
+        (dict(total_tokens=1000.0), "total_tokens must be an int >= 1"),
+        (dict(total_tokens=math.nan), "total_tokens must be an int >= 1"),
+        (dict(warmup_tokens=-1), "warmup_tokens must be an int >= 0"),
+        (dict(tokens_per_sample=0), "tokens_per_sample must be an int >= 1"),
+        (dict(max_batch_size=64.0), "max_batch_size must be an int >= 1"),
+        (dict(peak_lr=math.nan), "peak_lr must be positive and finite"),
         (dict(rule="lamb"), "rule must be 'adam' or 'sgd'"),
         (dict(base=lambda p: 1.0 - p + (0.5 if p > 0.5 else 0.0)), "base decay must be non-increasing"),
         (dict(base=lambda p: 0.5), "base decay must start at f(0) = 1"),

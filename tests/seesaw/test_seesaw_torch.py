@@ -50,6 +50,12 @@ def test_seesaw_lr_state_dict_resumes() -> None:
     assert second.get_last_lr() == first.get_last_lr() and second.batch_size == first.batch_size
     with pytest.raises(ValueError, match="batch_size must be positive"):
         second.step(0)
+    # A batch above the planned one would break the cap and the budget: an error, not a silent overshoot.
+    with pytest.raises(ValueError, match=f"batch_size={second.batch_size + 1} exceeds the planned batch"):
+        second.step(second.batch_size + 1)
+    tokens = second.tokens_seen
+    second.step(1)  # a short batch (e.g. a loader's last) is accepted and counted
+    assert second.tokens_seen == tokens + 1
 
 
 def test_batch_sampler_sizes_match_the_plan_and_the_driver() -> None:

@@ -254,6 +254,11 @@ class SeesawConfig(ExperimentConfig):
             f"{self.theory_samples_per_phase}",
         )
         require(self.theory_noise_var > 0, "theory_noise_var", "must be positive")
+        require(
+            math.isfinite(self.theory_spectrum_exponent) and self.theory_spectrum_exponent >= 0,
+            "theory_spectrum_exponent",
+            f"must be finite and >= 0 (a decaying spectrum), got {self.theory_spectrum_exponent}",
+        )
         for name in ("sgd_lr", "nsgd_lr", "adam_lr", "gap_tolerance", "loss_tolerance"):
             require(getattr(self, name) > 0, name, f"must be positive, got {getattr(self, name)}")
         require(
@@ -487,7 +492,7 @@ def _plot_theory(theory: dict[str, Any], ctx: RunContext) -> None:
     savefig(fig, ctx.plot_path("linreg_risk.png"))
 
 
-def _plot_lm(lm: dict[str, Any], config: SeesawConfig, ctx: RunContext) -> None:
+def _plot_lm(lm: dict[str, Any], ctx: RunContext) -> None:
     colors = {"cosine": "k", "seesaw": "tab:blue", "naive": "tab:orange"}
     fig, axes = figure(2, 2, width=5.0)
     for arm in LM_ARMS:
@@ -496,8 +501,9 @@ def _plot_lm(lm: dict[str, Any], config: SeesawConfig, ctx: RunContext) -> None:
             axes[0][0].plot(h.eval_tokens, h.val_loss, "o-", ms=3, color=colors[arm], alpha=0.8, label=label)
             axes[0][1].plot(h.eval_step, h.val_loss, "o-", ms=3, color=colors[arm], alpha=0.8, label=label)
         h = lm["histories"][arm][0]
-        axes[1][0].plot(h.tokens, h.lr, color=colors[arm], label=arm)
-        axes[1][1].plot(h.tokens, h.batch_size, color=colors[arm], label=arm)
+        ls = "--" if arm == "naive" else "-"  # the naive ramp's batches equal Seesaw's: dashed, so both show
+        axes[1][0].plot(h.tokens, h.lr, color=colors[arm], ls=ls, label=arm)
+        axes[1][1].plot(h.tokens, h.batch_size, color=colors[arm], ls=ls, label=arm)
     for ax in axes[0]:
         ax.set_ylim(top=min(ax.get_ylim()[1], lm["histories"]["cosine"][0].val_loss[1] + 0.3))
     axes[0][0].set(xlabel="tokens", ylabel="validation loss (nats/byte)", title="loss vs tokens (equal FLOPs)")
@@ -516,7 +522,7 @@ def run(config: SeesawConfig, ctx: RunContext) -> Outcome:
     theory = run_theory(config, ctx)
     lm = run_lm(config, ctx)
     _plot_theory(theory, ctx)
-    _plot_lm(lm, config, ctx)
+    _plot_lm(lm, ctx)
 
     ts = theory["summary"]
     gaps = {

@@ -25,6 +25,7 @@ Glossary: ``D`` dimension, ``S`` seeds, ``B`` batch, ``K`` phases.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -32,6 +33,9 @@ import numpy as np
 import torch
 
 from iclr26.seesaw.schedule import Seesaw
+
+# A run counts as diverged once its risk exceeds this multiple of the starting risk.
+_DIVERGED = 1e6
 
 
 @dataclass(frozen=True)
@@ -95,8 +99,14 @@ def phase_plan(
     Steps per phase are ``round(samples_per_phase / B_k)``.
 
     Raises:
-        ValueError: if a phase would have no step.
+        ValueError: naming the argument, for a non-positive or non-finite ``eta0``, ``batch0``, ``lr_decay`` or
+            ``batch_growth``, ``n_phases < 1``, or a phase that would have no step.
     """
+    for name, value in (("eta0", eta0), ("batch0", batch0), ("lr_decay", lr_decay), ("batch_growth", batch_growth)):
+        if not (value > 0 and math.isfinite(value)):
+            raise ValueError(f"phase_plan {name} must be positive and finite, got {value}")
+    if n_phases < 1:
+        raise ValueError(f"phase_plan n_phases must be >= 1, got {n_phases}")
     k = np.arange(n_phases, dtype=np.float64)
     lr = eta0 * lr_decay**-k
     batch = batch0 * batch_growth**k
@@ -164,6 +174,35 @@ def sgd_moment_step(problem: LinRegProblem, m: np.ndarray, eta: float, batch: fl
     return (1.0 - eta * lam) ** 2 * m + (eta**2 / batch) * (lam**2 * m + lam * float(lam @ m) + problem.noise_var * lam)
 
 
+def _trace(
+    plan: PhasePlan, step: Callable[[float, float], None], risk: Callable[[], float], *, record_every: int = 1
+) -> RiskCurve:
+    """Drive ``step(η, B)`` through the phases of ``plan``, recording ``risk()`` (shared by both simulators).
+
+    The risk is recorded every ``record_every`` steps and at each phase end; the run stops, flagged as diverged, at
+    the first non-finite risk or one above ``_DIVERGED`` × the starting risk (the remaining phase ends are ∞).
+    """
+    r0 = risk()
+    samples, risks, phase_end = [0.0], [r0], []
+    seen, diverged = 0.0, False
+    for eta, batch, steps in zip(plan.lr, plan.batch, plan.steps, strict=True):
+        for i in range(int(steps)):
+            step(eta, batch)
+            seen += batch
+            if (i + 1) % record_every == 0 or i + 1 == steps:
+                r = risk()
+                samples.append(seen)
+                risks.append(r)
+                if not math.isfinite(r) or r > _DIVERGED * r0:
+                    diverged = True
+                    break
+        phase_end.append(math.inf if diverged else risks[-1])
+        if diverged:
+            break
+    phase_end += [math.inf] * (len(plan.lr) - len(phase_end))
+    return RiskCurve(np.asarray(samples), np.asarray(risks), np.asarray(phase_end), int(plan.steps.sum()), diverged)
+
+
 def exact_risk(problem: LinRegProblem, plan: PhasePlan, *, normalized: bool = False) -> RiskCurve:
     """Iterate the exact second-moment recursion of SGD (or normalised SGD) through ``plan``.
 
@@ -176,25 +215,14 @@ def exact_risk(problem: LinRegProblem, plan: PhasePlan, *, normalized: bool = Fa
         The :class:`RiskCurve`, recorded after every step.
     """
     m = problem.m0.astype(np.float64).copy()
-    r0 = problem.risk(m)
-    samples, risks, phase_end = [0.0], [r0], []
-    seen, diverged = 0.0, False
-    for eta, batch, steps in zip(plan.lr, plan.batch, plan.steps, strict=True):
-        for _ in range(int(steps)):
-            step_eta = eta / math.sqrt(expected_sq_grad_norm(problem, m, batch)) if normalized else eta
-            m = sgd_moment_step(problem, m, step_eta, batch)
-            seen += batch
-            r = problem.risk(m)
-            samples.append(seen)
-            risks.append(r)
-            if not math.isfinite(r) or r > 1e6 * r0:
-                diverged = True
-                break
-        phase_end.append(risks[-1] if not diverged else math.inf)
-        if diverged:
-            break
-    phase_end += [math.inf] * (len(plan.lr) - len(phase_end))
-    return RiskCurve(np.asarray(samples), np.asarray(risks), np.asarray(phase_end), int(plan.steps.sum()), diverged)
+
+    def step(eta: float, batch: float) -> None:
+        nonlocal m
+        # NSGD: η_eff = η / √E‖g‖² (module docstring)
+        step_eta = eta / math.sqrt(expected_sq_grad_norm(problem, m, batch)) if normalized else eta
+        m = sgd_moment_step(problem, m, step_eta, batch)
+
+    return _trace(plan, step, lambda: problem.risk(m))
 
 
 def simulate(
@@ -217,22 +245,29 @@ def simulate(
         problem: the regression task.
         plan: the phase schedule (integer batch sizes).
         optimizer: ``"sgd"`` or ``"adam"``.
-        n_seeds: independent runs averaged.
+        n_seeds: independent runs averaged (>= 1).
         generator: source of all randomness.
-        betas: Adam's (β1, β2).
+        betas: Adam's (β1, β2), each in [0, 1).
         eps: Adam's ε.
-        record_every: record the risk every this many steps (and at every phase end).
+        record_every: record the risk every this many steps (and at every phase end; >= 1).
 
     Returns:
         The seed-mean :class:`RiskCurve`.
 
     Raises:
-        ValueError: for a fractional batch size or an unknown optimizer.
+        ValueError: naming the argument, for a fractional batch size, an unknown optimizer, ``n_seeds`` or
+            ``record_every`` below 1, or betas outside [0, 1).
     """
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
     if np.any(plan.batch != np.rint(plan.batch)):
-        raise ValueError(f"simulate needs whole batch sizes, got {plan.batch}")
+        raise ValueError(f"simulate needs whole batch sizes in plan.batch, got {plan.batch}")
+    if n_seeds < 1:
+        raise ValueError(f"simulate n_seeds must be >= 1, got {n_seeds}")
+    if record_every < 1:
+        raise ValueError(f"simulate record_every must be >= 1, got {record_every}")
+    if not all(0.0 <= b < 1.0 for b in betas):
+        raise ValueError(f"simulate betas must lie in [0, 1), got {betas}")
     lam = torch.as_tensor(problem.lam, dtype=torch.float64)
     sqrt_lam = lam.sqrt()
     D = lam.numel()
@@ -240,43 +275,30 @@ def simulate(
     w = torch.zeros(n_seeds, D, dtype=torch.float64)
     m1, m2 = torch.zeros_like(w), torch.zeros_like(w)
     sigma = math.sqrt(problem.noise_var)
+    t = 0
+
+    def step(eta: float, batch_f: float) -> None:
+        nonlocal t
+        batch = int(batch_f)
+        x = torch.randn(n_seeds, batch, D, generator=generator, dtype=torch.float64) * sqrt_lam  # (S, B, D)
+        noise = sigma * torch.randn(n_seeds, batch, generator=generator, dtype=torch.float64)  # (S, B)
+        resid = torch.einsum("sbd,sd->sb", x, w - w_star) - noise  # ⟨x, w⟩ - y
+        g = torch.einsum("sbd,sb->sd", x, resid) / batch  # (S, D) minibatch gradient
+        t += 1
+        if optimizer == "sgd":
+            w.sub_(eta * g)
+            return
+        m1.mul_(betas[0]).add_(g, alpha=1 - betas[0])
+        m2.mul_(betas[1]).addcmul_(g, g, value=1 - betas[1])
+        m_hat = m1 / (1 - betas[0] ** t)
+        v_hat = m2 / (1 - betas[1] ** t)
+        w.sub_(eta * m_hat / (v_hat.sqrt() + eps))
 
     def risk() -> float:
         # R = ½ Σ λ_i e_i², averaged over seeds
         return 0.5 * float((((w - w_star) ** 2) @ lam).mean())
 
-    r0 = risk()
-    samples, risks, phase_end = [0.0], [r0], []
-    seen, t, diverged = 0.0, 0, False
-    for eta, batch_f, steps in zip(plan.lr, plan.batch, plan.steps, strict=True):
-        batch = int(batch_f)
-        for i in range(int(steps)):
-            x = torch.randn(n_seeds, batch, D, generator=generator, dtype=torch.float64) * sqrt_lam  # (S, B, D)
-            noise = sigma * torch.randn(n_seeds, batch, generator=generator, dtype=torch.float64)  # (S, B)
-            resid = torch.einsum("sbd,sd->sb", x, w - w_star) - noise  # ⟨x, w⟩ - y
-            g = torch.einsum("sbd,sb->sd", x, resid) / batch  # (S, D) minibatch gradient
-            t += 1
-            if optimizer == "sgd":
-                w -= eta * g
-            else:
-                m1.mul_(betas[0]).add_(g, alpha=1 - betas[0])
-                m2.mul_(betas[1]).addcmul_(g, g, value=1 - betas[1])
-                m_hat = m1 / (1 - betas[0] ** t)
-                v_hat = m2 / (1 - betas[1] ** t)
-                w -= eta * m_hat / (v_hat.sqrt() + eps)
-            seen += batch
-            if (i + 1) % record_every == 0 or i + 1 == steps:
-                r = risk()
-                samples.append(seen)
-                risks.append(r)
-                if not math.isfinite(r) or r > 1e6 * r0:
-                    diverged = True
-                    break
-        phase_end.append(risks[-1] if not diverged else math.inf)
-        if diverged:
-            break
-    phase_end += [math.inf] * (len(plan.lr) - len(phase_end))
-    return RiskCurve(np.asarray(samples), np.asarray(risks), np.asarray(phase_end), int(plan.steps.sum()), diverged)
+    return _trace(plan, step, risk, record_every=record_every)
 
 
 def max_relative_gap(curve: RiskCurve, reference: RiskCurve) -> float:

@@ -39,6 +39,7 @@ schedule, ``K`` batch growths allowed by the cap, ``T`` tokens per sample (``tok
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
@@ -169,7 +170,7 @@ class StepRecord(NamedTuple):
     batch_size: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Seesaw:
     """Seesaw learning-rate and batch-size schedule, in tokens (see the module docstring for the steps).
 
@@ -179,6 +180,8 @@ class Seesaw:
     It is a schedule for :func:`iclr26.common.lmtrain.train_lm` (``schedule(step, tokens_seen) -> BatchPlan``; the
     step argument is ignored since everything is measured in tokens), and drives a plain PyTorch loop through
     :class:`iclr26.seesaw.SeesawLR` and :class:`iclr26.seesaw.SeesawBatchSampler`.
+
+    All fields are keyword-only.
 
     Attributes:
         peak_lr: η₀, the base schedule's LR after warmup.
@@ -217,20 +220,22 @@ class Seesaw:
     def __post_init__(self) -> None:
         if not (self.peak_lr > 0 and math.isfinite(self.peak_lr)):
             raise ValueError(f"Seesaw peak_lr must be positive and finite, got {self.peak_lr}")
-        if not (isinstance(self.base_batch_size, int) and self.base_batch_size > 0):
-            raise ValueError(f"Seesaw base_batch_size must be a positive int, got {self.base_batch_size!r}")
-        if self.total_tokens <= 0:
-            raise ValueError(f"Seesaw total_tokens must be positive, got {self.total_tokens}")
-        if not 0 <= self.warmup_tokens < self.total_tokens:
+        _require_whole("base_batch_size", self.base_batch_size, minimum=1)
+        _require_whole("total_tokens", self.total_tokens, minimum=1)
+        _require_whole("warmup_tokens", self.warmup_tokens, minimum=0)
+        _require_whole("tokens_per_sample", self.tokens_per_sample, minimum=1)
+        if self.max_batch_size is not None:
+            _require_whole("max_batch_size", self.max_batch_size, minimum=1)
+        if self.warmup_tokens >= self.total_tokens:
             raise ValueError(
                 f"Seesaw warmup_tokens must lie in [0, total_tokens={self.total_tokens}), got {self.warmup_tokens}"
             )
-        if self.tokens_per_sample <= 0:
-            raise ValueError(f"Seesaw tokens_per_sample must be positive, got {self.tokens_per_sample}")
         if not (self.alpha > 1.0 and math.isfinite(self.alpha)):
             raise ValueError(f"Seesaw alpha must be > 1 (the base LR division per cut), got {self.alpha}")
-        if self.growth < 1.0:
-            raise ValueError(f"Seesaw batch_growth must be >= 1, got {self.batch_growth}")
+        if not (self.growth >= 1.0 and math.isfinite(self.growth)):
+            raise ValueError(
+                f"Seesaw batch_growth must be finite and >= 1 (or None for alpha), got {self.batch_growth}"
+            )
         a = lr_decay_per_cut(self.alpha, self.growth, self.rule)
         if a < 1.0 - 1e-12:
             limit = self.alpha**2 if self.rule == "adam" else self.alpha
@@ -377,6 +382,12 @@ class Seesaw:
     def serial_steps(self) -> int:
         """Number of optimizer steps to spend ``total_tokens``."""
         return len(self.plan().lr)
+
+
+def _require_whole(name: str, value: object, *, minimum: int) -> None:
+    """Reject ``value`` unless it is a whole number (an ``int``, numpy's included; not a bool) ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"Seesaw {name} must be an int >= {minimum}, got {value!r}")
 
 
 def _ramp_index(cap: int, base: int, growth: float) -> int | None:

@@ -66,17 +66,23 @@ class SeesawLR:
         """Account for the step just taken and set the LR of the next one.
 
         Args:
-            batch_size: samples the step used; None means the planned :attr:`batch_size`. A different value is
-                accepted (e.g. a smaller last batch of your own loader) and the token count follows it.
+            batch_size: samples the step used; None means the planned :attr:`batch_size`. A smaller value is
+                accepted (e.g. a short last batch of your own loader) and the token count follows it; a larger one
+                is not, since it would exceed the schedule's batch (and its cap) or overspend the budget.
 
         Raises:
-            ValueError: if ``batch_size`` is not positive.
+            ValueError: if ``batch_size`` is not positive or exceeds the planned :attr:`batch_size`.
             RuntimeError: if the budget was already spent.
         """
         planned = self.batch_size
         used = planned if batch_size is None else batch_size
         if used <= 0:
             raise ValueError(f"SeesawLR.step batch_size must be positive, got {used}")
+        if used > planned:
+            raise ValueError(
+                f"SeesawLR.step batch_size={used} exceeds the planned batch of {planned} samples after "
+                f"{self.tokens_seen} tokens; feed the data loader SeesawLR.batch_size (or a SeesawBatchSampler)"
+            )
         self.tokens_seen += used * self.schedule.tokens_per_sample
         self.step_count += 1
         self._apply()
