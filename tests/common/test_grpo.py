@@ -43,10 +43,24 @@ def test_advantage_invariances():
     torch.testing.assert_close(group_relative_advantages(3.0 * rewards - 7.0, eps=0.0), adv)
 
 
+def test_identical_group_gets_exactly_zero_advantage_whatever_eps_and_dtype():
+    # float32 mean(0.1 × 7) = 0.1 + δ with δ ≈ 7e-9: without the explicit rule the advantage would be
+    # −δ/(std + eps) ≈ −0.41 for every sample (std ≈ 8e-9, eps = 1e-8), a spurious push on all seven samples
+    rewards = torch.tensor([[0.1] * 7, [0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]], dtype=torch.float32)
+    for eps in (1e-8, 0.0):
+        adv = group_relative_advantages(rewards, eps=eps)
+        assert torch.equal(adv, torch.zeros_like(rewards))
+        assert torch.equal(group_relative_advantages(rewards, eps=eps, scale="none"), torch.zeros_like(rewards))
+    # eps = 0 on a group that does differ: plain (r − mean)/std, finite: (0 − 1/2)/sqrt(1/2) = −1/√2
+    adv = group_relative_advantages(torch.tensor([[0.0, 1.0]], dtype=F64), eps=0.0)
+    torch.testing.assert_close(adv, torch.tensor([[-(0.5**0.5), 0.5**0.5]], dtype=F64))
+
+
 @pytest.mark.parametrize(
     ("rewards", "match"),
     [
         (torch.ones(5), "rewards must have shape"),
+        (torch.tensor([[1, 2, 3]]), "rewards must be a floating-point tensor"),
         (torch.ones(3, 1), "group_size >= 2"),
         (torch.tensor([[1.0, float("nan")]]), "finite"),
     ],
@@ -157,6 +171,44 @@ def test_grpo_loss_per_token_aggregations_with_mask():
     assert seq.kl.item() == pytest.approx(0.45)
     assert tok.kl.item() == pytest.approx(0.4)
     assert seq.loss.item() == pytest.approx(-(2.0 - 0.45))
+
+
+def test_grpo_loss_ignores_garbage_at_masked_positions():
+    # padded tokens often hold -inf or NaN log-probs (masked logits); exp(−inf − (−inf)) = NaN, and NaN·0 = NaN,
+    # so the padding must be removed before any arithmetic. The loss and gradient must equal the clean-padding ones.
+    gen = torch.Generator().manual_seed(5)
+    clean = -torch.rand(3, 4, generator=gen, dtype=F64)
+    clean_old = clean + 0.1 * torch.randn(3, 4, generator=gen, dtype=F64)
+    kl_clean = torch.rand(3, 4, generator=gen, dtype=F64)
+    adv = torch.tensor([1.0, -0.5, 2.0], dtype=F64)
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]])
+    pad = mask == 0
+    dirty = clean.masked_fill(pad, float("-inf")).detach()
+    dirty_old = clean_old.masked_fill(pad, float("nan"))
+    kl_dirty = kl_clean.masked_fill(pad, float("nan"))
+    grads = []
+    losses = []
+    for logp, logp_old, kl in ((clean.clone(), clean_old, kl_clean), (dirty.clone(), dirty_old, kl_dirty)):
+        logp.requires_grad_()
+        for aggregation in ("sequence", "token"):
+            out = grpo_loss(logp, logp_old, adv, mask=mask, kl=kl, beta=0.3, aggregation=aggregation)
+            assert torch.isfinite(out.loss) and torch.isfinite(out.ratio_mean) and torch.isfinite(out.kl)
+            losses.append(out.loss.item())
+        out.loss.backward()
+        grads.append(logp.grad)
+    assert losses[:2] == pytest.approx(losses[2:], rel=1e-12)
+    torch.testing.assert_close(grads[1], grads[0])
+    assert torch.equal(grads[1][pad], torch.zeros(int(pad.sum()), dtype=F64))
+    with pytest.raises(ValueError, match="mask must be bool or hold only 0/1"):
+        grpo_loss(clean, clean_old, adv, mask=mask * 0.5)
+
+
+def test_grpo_loss_gradient_of_the_kl_term():
+    # loss = −mean(objective) + β·mean(kl) → ∂loss/∂kl_i = β/N = 0.5/4
+    logp = torch.zeros(4, dtype=F64)
+    kl = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=F64, requires_grad=True)
+    grpo_loss(logp, logp, torch.ones(4, dtype=F64), kl=kl, beta=0.5).loss.backward()
+    torch.testing.assert_close(kl.grad, torch.full((4,), 0.125, dtype=F64))
 
 
 def test_grpo_loss_with_k3_matches_manual_formula():

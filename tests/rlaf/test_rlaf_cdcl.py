@@ -142,6 +142,10 @@ def test_errors_name_the_argument():
         CDCLOptions(var_decay=1.0)
     with pytest.raises(ValueError, match="injection parts"):
         CDCLOptions(injection=("weights",))
+    with pytest.raises(ValueError, match="learnt_fraction must be > 0, got 0.0"):
+        CDCLOptions(learnt_fraction=0.0)
+    with pytest.raises(ValueError, match="learnt_growth must be >= 1, got 0.5"):
+        CDCLOptions(learnt_growth=0.5)
     with pytest.raises(ValueError, match="weight must be finite and > 0"):
         Guidance(polarity=np.zeros(2, dtype=bool), weight=np.array([1.0, 0.0]))
     with pytest.raises(ValueError, match="polarity must hold 0/1"):

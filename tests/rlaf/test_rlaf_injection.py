@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pysat
 import pytest
-from pysat.solvers import Solver
+from pysat.solvers import Solver, SolverNames
 
 from iclr26.rlaf.cnf import CNF
 from iclr26.rlaf.generators import random_3sat
@@ -29,6 +31,27 @@ def test_support_table_matches_what_pysat_implements(name):
             with pytest.raises(NotImplementedError):
                 engine.set_activities({1: 2.0})
         assert engine.solve()
+
+
+def test_only_ergo_takes_activities_in_this_pysat():
+    # The issue expected Solver.set_activities on Glucose 3/4 and MiniSat 2.2. In python-sat 1.9.dev17 it forwards
+    # to Ergo only and raises NotImplementedError for every other solver; try every solver of the build.
+    accepted, refused = set(), set()
+    for key, aliases in vars(SolverNames).items():
+        if key.startswith("_") or not isinstance(aliases, tuple):
+            continue
+        if key == "cryptosat" and importlib.util.find_spec("pycryptosat") is None:
+            continue  # CryptoMiniSat needs the separate pycryptosat package, not installed
+        with Solver(name=aliases[0], bootstrap_with=[[1, 2]]) as engine:
+            try:
+                engine.set_activities({1: 2.0, 2: 1.0})
+            except NotImplementedError:
+                refused.add(key)
+            else:
+                accepted.add(key)
+    assert accepted == {"ergo"}
+    assert {"glucose3", "glucose4", "glucose42", "minisat22", "cadical195", "lingeling"} <= refused
+    assert len(accepted | refused) >= 20  # the whole build was tried (20 solvers in 1.9.dev17), not a short list
 
 
 # exactly one of 1, 2, 3 is true: with every phase "true", the first decision fixes the model

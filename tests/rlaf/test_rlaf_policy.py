@@ -201,5 +201,9 @@ def test_supervised_training_lowers_the_loss_and_checks_labels():
         model, cnfs, labels, epochs=15, batch_size=3, lr=3e-3, generator=torch.Generator().manual_seed(0)
     )
     assert history[-1] < history[0]
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        train_supervised(model, cnfs, labels, epochs=1, batch_size=0, lr=1e-3, generator=torch.Generator())
+    with pytest.raises(ValueError, match="num_layers must be >= 1, got 0"):
+        RLAFPolicy(channels=8, num_layers=0)
     with pytest.raises(ValueError, match=r"labels\[0\] must have shape"):
         train_supervised(model, cnfs[:1], [np.zeros(3)], epochs=1, batch_size=1, lr=1e-3, generator=torch.Generator())

@@ -60,6 +60,23 @@ def test_grpo_moves_the_policy_towards_cheaper_parameterisations():
     assert last.mean_cost < first.mean_cost
 
 
+def test_first_step_sits_at_the_sampling_policy():
+    # with one step the reported loss is evaluated before any update: π_θ = π_old, so ρ = 1, KL(π_θ‖π_old) = 0,
+    # nothing is clipped, and loss = −mean_j Â_j = 0 because the advantages are centred within every group
+    torch.manual_seed(2)
+    policy = RLAFPolicy(channels=8, num_layers=1)
+    with torch.no_grad():  # a policy away from the zero init, so that ρ, μ differ between variables
+        policy.head[-1].weight.normal_(0.0, 0.3)
+    trainer = GRPOTrainer(
+        policy, GRPOSettings(samples_per_formula=6, steps=1, warmup_iterations=0), pool=CountingPool(), seed=0
+    )
+    stats = trainer.iteration([random_3sat(15, seed=s) for s in range(3)])
+    assert stats.ratio_mean == pytest.approx(1.0, abs=1e-6)
+    assert stats.kl == 0.0 and stats.clip_fraction == 0.0
+    assert abs(stats.loss) < 1e-6
+    assert stats.lr == pytest.approx(1e-4)  # warm-up off: the base learning rate from the first iteration
+
+
 def _train_twice(seed: int) -> tuple[list[float], torch.Tensor]:
     torch.manual_seed(1)
     policy = RLAFPolicy(channels=8, num_layers=1)
@@ -86,8 +103,12 @@ def test_real_solver_iterations_are_deterministic_under_the_seed():
 def test_settings_validation():
     with pytest.raises(ValueError, match="samples_per_formula must be >= 2"):
         GRPOSettings(samples_per_formula=1)
-    with pytest.raises(ValueError, match="clip_eps"):
+    with pytest.raises(ValueError, match=r"clip_eps must be in \(0, 1\), got 0.0"):
         GRPOSettings(clip_eps=0.0)
+    with pytest.raises(ValueError, match="max_conflicts must be >= 1 or None, got 0"):
+        GRPOSettings(max_conflicts=0)
+    with pytest.raises(ValueError, match="solver must be one of .*got 'march'"):
+        GRPOSettings(solver="march")
 
 
 def test_smoke_run_through_the_cli(smoke):
@@ -101,6 +122,12 @@ def test_smoke_run_through_the_cli(smoke):
     assert record["claim_held"] == all(
         v <= record["evidence"]["threshold"] for v in record["evidence"]["rlaf_over_unguided_cdcl"].values()
     )
+    # the verdict's ratios are recomputed from the per-seed mean decisions in the record
+    for n in (20, 30):
+        cdcl = record["metrics"]["results"]["3sat"][str(n)]["cdcl"]
+        ratios = [r / u for r, u in zip(cdcl["rlaf"]["mean"], cdcl["unguided"]["mean"], strict=True)]
+        assert cdcl["rlaf"]["ratio"] == pytest.approx(ratios)
+        assert record["evidence"]["rlaf_over_unguided_cdcl"][f"3sat/{n}"] == pytest.approx(sum(ratios) / len(ratios))
     assert set(record["plots"]) == {"cost_distributions.png", "training.png", "ratios.png"}
     history = record["metrics"]["training"]["3sat"]["seed0"]
     assert len(history["sampled_cost"]) == 2 and len(history["val_decisions"]) == 3

@@ -30,7 +30,9 @@ Shape glossary:
 
 Deviations: none from the equations. Choices the paper leaves open, with the default used here: the standard
 deviation is the unbiased one (``ddof=1``; as ``torch.std`` and the RLAF code's ``pandas.std``), and ``eps=1e-8``
-is added to it (RLAF code, ``src/training/grpo.py``) so that a group of equal rewards gets advantage 0.
+is added to it (RLAF code, ``src/training/grpo.py``). A group of identical rewards gets advantage exactly 0 (not
+the float rounding error of its mean divided by ``eps``). Per-token inputs may hold anything (NaN, ``-inf``) at
+masked positions: they are replaced before any arithmetic, so they reach neither the loss nor the gradient.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def group_relative_advantages(
 
     Args:
         rewards: ``(Q, G)`` rewards, one row per group (higher is better; pass ``-cost`` for a cost).
-        eps: added to the group standard deviation; a group of identical rewards gets advantage 0.
+        eps: added to the group standard deviation (RLAF's code: 1e-8). A group of identical rewards gets
+            advantage exactly 0 whatever ``eps`` is.
         scale: ``"std"`` divides by the group standard deviation (the paper); ``"none"`` only centres.
         unbiased: use the unbiased (``ddof=1``) standard deviation.
 
@@ -67,10 +70,13 @@ def group_relative_advantages(
         ``(Q, G)`` advantages in the dtype of ``rewards``.
 
     Raises:
-        ValueError: if ``rewards`` is not 2-D, a group is too small for the standard deviation, or is not finite.
+        ValueError: if ``rewards`` is not a 2-D floating-point tensor, a group is too small for the unbiased
+            standard deviation, a reward is not finite, or ``eps < 0``.
     """
     if rewards.ndim != 2:
         raise ValueError(f"rewards must have shape (groups, group_size), got {tuple(rewards.shape)}")
+    if not rewards.is_floating_point():
+        raise ValueError(f"rewards must be a floating-point tensor, got {rewards.dtype}; convert with rewards.double()")
     if scale not in ("std", "none"):
         raise ValueError(f"scale must be 'std' or 'none', got {scale!r}")
     if scale == "std" and unbiased and rewards.shape[1] < 2:
@@ -79,13 +85,16 @@ def group_relative_advantages(
         raise ValueError("rewards must be finite; give failed samples a finite worst-case reward")
     if eps < 0:
         raise ValueError(f"eps must be >= 0, got {eps}")
+    # a group of identical rewards carries no signal: its advantage is exactly 0, not the rounding error of its mean
+    # (e.g. float32 mean(0.1, ..., 0.1) ≠ 0.1) divided by a std of the same order
+    identical = rewards.amax(dim=1, keepdim=True) == rewards.amin(dim=1, keepdim=True)  # (Q, 1)
     # §4.1.2: r̃_i = r_i − mean(r), the group mean as the baseline
-    centred = rewards - rewards.mean(dim=1, keepdim=True)
+    centred = torch.where(identical, 0.0, rewards - rewards.mean(dim=1, keepdim=True))
     if scale == "none":
         return centred
-    # §4.1.2: Â_i = (r_i − mean(r)) / std(r)
+    # §4.1.2: Â_i = (r_i − mean(r)) / std(r); the denominator of an identical group is set to 1 (its r̃ is 0)
     std = rewards.std(dim=1, keepdim=True, correction=1 if unbiased else 0)
-    return centred / (std + eps)
+    return centred / torch.where(identical, 1.0, std + eps)
 
 
 def kl_k3(logp: Tensor, logp_ref: Tensor) -> Tensor:
@@ -160,23 +169,33 @@ def masked_mean(values: Tensor, mask: Tensor | None, dim: int | None = None) -> 
 
     Args:
         values: any shape.
-        mask: bool or 0/1 tensor of the shape of ``values``, or ``None`` for a plain mean.
+        mask: bool or 0/1 tensor of the shape of ``values``, or ``None`` for a plain mean. Masked-out values are
+            never used (a NaN there does not reach the result).
         dim: the dimension to reduce, or ``None`` for all.
 
     Returns:
         The reduced tensor; a row with no unmasked element gives 0 (not NaN).
 
     Raises:
-        ValueError: if the mask's shape differs from the values'.
+        ValueError: if the mask's shape differs from the values' or it holds values other than 0/1.
     """
     if mask is None:
         return values.mean() if dim is None else values.mean(dim=dim)
-    if mask.shape != values.shape:
-        raise ValueError(f"mask must have the shape of the values {tuple(values.shape)}, got {tuple(mask.shape)}")
-    weights = mask.to(values.dtype)
-    total = (values * weights).sum() if dim is None else (values * weights).sum(dim=dim)
-    count = weights.sum() if dim is None else weights.sum(dim=dim)
+    keep = _as_bool_mask(mask, values)
+    kept = torch.where(keep, values, values.new_zeros(()))
+    count = keep.to(values.dtype)
+    total, count = (kept.sum(), count.sum()) if dim is None else (kept.sum(dim=dim), count.sum(dim=dim))
     return total / count.clamp_min(1.0)
+
+
+def _as_bool_mask(mask: Tensor, like: Tensor) -> Tensor:
+    if mask.shape != like.shape:
+        raise ValueError(f"mask must have the shape of the values {tuple(like.shape)}, got {tuple(mask.shape)}")
+    if mask.dtype == torch.bool:
+        return mask
+    if not ((mask == 0) | (mask == 1)).all():
+        raise ValueError("mask must be bool or hold only 0/1 (1 = a real token); weighted masks are not supported")
+    return mask != 0
 
 
 @dataclass(frozen=True)
@@ -217,7 +236,9 @@ def grpo_loss(
         logp: ``(N,)`` per-sample or ``(N, T)`` per-token log-probs under ``π_θ`` (with gradient).
         logp_old: log-probs under the sampling policy, the shape of ``logp``.
         advantages: ``(N,)`` (e.g. ``group_relative_advantages(r).reshape(-1)``) or the shape of ``logp``.
-        mask: ``(N, T)`` true on real tokens (``None``: all count). Only for per-token inputs.
+        mask: ``(N, T)`` bool or 0/1, true on real tokens (``None``: all count). Only for per-token inputs.
+            Whatever ``logp``, ``logp_old``, ``kl`` or per-token ``advantages`` hold at masked positions (NaN,
+            ``-inf``) is ignored. A sample with no real token counts as 0 in the ``"sequence"`` mean.
         kl: per-element KL to the reference policy, the shape of ``logp`` (:func:`kl_k3`, or a closed form).
         beta: the KL coefficient ``β`` (needs ``kl`` when > 0).
         clip_eps: the ratio clip ``ε``.
@@ -229,10 +250,12 @@ def grpo_loss(
 
     Raises:
         ValueError: for mismatched shapes, a negative ``beta``, ``beta > 0`` without ``kl``, a mask on per-sample
-            inputs, or an unknown aggregation.
+            inputs or one that is not 0/1, or an unknown aggregation.
     """
     if logp.ndim not in (1, 2):
         raise ValueError(f"logp must have shape (N,) or (N, T), got {tuple(logp.shape)}")
+    if logp_old.shape != logp.shape:
+        raise ValueError(f"logp_old must have the shape of logp {tuple(logp.shape)}, got {tuple(logp_old.shape)}")
     if beta < 0:
         raise ValueError(f"beta must be >= 0, got {beta}")
     if beta > 0 and kl is None:
@@ -243,6 +266,15 @@ def grpo_loss(
         raise ValueError("mask is for per-token log-probs (N, T); per-sample log-probs take no mask")
     if aggregation not in ("sequence", "token"):
         raise ValueError(f"aggregation must be 'sequence' or 'token', got {aggregation!r}")
+    if mask is not None:
+        # padded positions may hold NaN or -inf: replace them before exp() so that neither the loss nor the
+        # gradient sees them (a NaN multiplied by a zero weight would still be NaN)
+        keep = _as_bool_mask(mask, logp)
+        logp, logp_old = logp.masked_fill(~keep, 0.0), logp_old.masked_fill(~keep, 0.0)
+        kl = None if kl is None else kl.masked_fill(~keep, 0.0)
+        if advantages.shape == logp.shape:
+            advantages = advantages.masked_fill(~keep, 0.0)
+        mask = keep
     terms = clipped_surrogate(logp, logp_old, advantages, clip_eps=clip_eps)
     kl_values = torch.zeros_like(terms.objective) if kl is None else kl
     # Eq. (3): per-element objective min(...) − β·D_KL

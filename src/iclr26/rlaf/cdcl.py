@@ -73,8 +73,10 @@ class CDCLOptions:
             raise ValueError(f"var_decay must be in (0, 1), got {self.var_decay}")
         if self.restart_base < 1:
             raise ValueError(f"restart_base must be >= 1, got {self.restart_base}")
-        if self.learnt_fraction <= 0 or self.learnt_growth < 1.0:
-            raise ValueError("learnt_fraction must be > 0 and learnt_growth >= 1")
+        if self.learnt_fraction <= 0:
+            raise ValueError(f"learnt_fraction must be > 0, got {self.learnt_fraction}")
+        if self.learnt_growth < 1.0:
+            raise ValueError(f"learnt_growth must be >= 1, got {self.learnt_growth}")
         if self.max_conflicts is not None and self.max_conflicts < 1:
             raise ValueError(f"max_conflicts must be >= 1 or None, got {self.max_conflicts}")
         unknown = [part for part in self.injection if part not in INJECTION_PARTS]

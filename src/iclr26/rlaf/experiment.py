@@ -104,7 +104,11 @@ class RLAFConfig(ExperimentConfig):
         },
     )
     formulas_per_iteration: int = field(
-        default=16, metadata={"help": "formulas sampled per GRPO iteration (source: paper 100)"}
+        default=16,
+        metadata={
+            "help": "formulas sampled per GRPO iteration, also the supervised baseline's batch size (source: "
+            "paper 100 per iteration)"
+        },
     )
     samples_per_formula: int = field(
         default=8,

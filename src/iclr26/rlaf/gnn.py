@@ -53,7 +53,7 @@ class GNNLayer(nn.Module):
         channels: ``D``.
     """
 
-    def __init__(self, channels: int) -> None:
+    def __init__(self, *, channels: int) -> None:
         super().__init__()
         self.cls_update = _mlp(2 * channels, channels)
         self.lit_update = _mlp(3 * channels, channels)
@@ -80,16 +80,18 @@ class LiteralClauseGNN(nn.Module):
         num_layers: message-passing rounds (paper: 10).
     """
 
-    def __init__(self, channels: int, num_layers: int) -> None:
+    def __init__(self, *, channels: int, num_layers: int) -> None:
         super().__init__()
-        if channels < 1 or num_layers < 1:
-            raise ValueError(f"channels and num_layers must be >= 1, got {channels} and {num_layers}")
+        if channels < 1:
+            raise ValueError(f"channels must be >= 1, got {channels}")
+        if num_layers < 1:
+            raise ValueError(f"num_layers must be >= 1, got {num_layers}")
         self.channels = channels
         self.num_layers = num_layers
         self.encoder = nn.Sequential(
             nn.Linear(1, 2 * channels), nn.SiLU(), nn.Linear(2 * channels, channels), nn.LayerNorm(channels)
         )
-        self.layers = nn.ModuleList(GNNLayer(channels) for _ in range(num_layers))
+        self.layers = nn.ModuleList(GNNLayer(channels=channels) for _ in range(num_layers))
 
     def forward(self, graph: LiteralClauseGraph) -> Tensor:
         """The ``(L, D)`` literal embeddings of the batch."""

@@ -32,7 +32,7 @@ from iclr26.common.grpo import group_relative_advantages, grpo_loss
 from iclr26.rlaf.cnf import CNF
 from iclr26.rlaf.graph import build_graph
 from iclr26.rlaf.policy import RLAFPolicy, policy_kl, policy_log_prob, sample_parameterisations, split_guidance
-from iclr26.rlaf.solvers import SolverPool, SolveTask
+from iclr26.rlaf.solvers import INJECTION_SUPPORT, SolverPool, SolveTask
 
 __all__ = ["GRPOSettings", "GRPOTrainer", "IterationStats", "costs_of"]
 
@@ -68,10 +68,20 @@ class GRPOSettings:
             raise ValueError(
                 f"samples_per_formula must be >= 2 (a group needs a spread), got {self.samples_per_formula}"
             )
-        if self.steps < 1 or self.warmup_iterations < 0:
-            raise ValueError("steps must be >= 1 and warmup_iterations >= 0")
-        if not 0 < self.clip_eps < 1 or self.kl_coef < 0 or self.lr <= 0 or self.grad_clip <= 0:
-            raise ValueError("need 0 < clip_eps < 1, kl_coef >= 0, lr > 0, grad_clip > 0")
+        checks = (
+            ("steps", self.steps >= 1, ">= 1"),
+            ("warmup_iterations", self.warmup_iterations >= 0, ">= 0"),
+            ("clip_eps", 0 < self.clip_eps < 1, "in (0, 1)"),
+            ("kl_coef", self.kl_coef >= 0, ">= 0"),
+            ("lr", self.lr > 0, "> 0"),
+            ("grad_clip", self.grad_clip > 0, "> 0"),
+            ("max_conflicts", self.max_conflicts is None or self.max_conflicts >= 1, ">= 1 or None"),
+        )
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"{name} must be {rule}, got {getattr(self, name)!r}")
+        if self.solver not in INJECTION_SUPPORT:
+            raise ValueError(f"solver must be one of {', '.join(sorted(INJECTION_SUPPORT))}, got {self.solver!r}")
 
 
 @dataclass(frozen=True)

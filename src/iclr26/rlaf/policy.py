@@ -15,7 +15,9 @@ and its mode (all false, all ``w = e^{−0.01}``) orders variables exactly as th
 Shape glossary: B formulas; V variables of the batch; S samples per formula; D channels.
 
 Deviations: the official code zero-initialises only the last layer's weight (its bias keeps PyTorch's small random
-init); here the bias is zeroed too, so the initial mode equals the unguided solver exactly.
+init); here the bias is zeroed too, so the initial mode equals the unguided solver exactly. For the same reason the
+mode's polarity at a tie ``ρ(x) = 0`` is false; the official code's ``torch.distributions.Binomial(total_count=1)``
+mode is ``⌊2·σ(ρ)⌋ = 1`` (true) there. Only an exact tie is affected, i.e. in practice only the initial policy.
 """
 
 from __future__ import annotations
@@ -176,7 +178,7 @@ class RLAFPolicy(nn.Module):
         if sigma <= 0:
             raise ValueError(f"sigma must be > 0, got {sigma}")
         self.sigma = sigma
-        self.gnn = LiteralClauseGNN(channels, num_layers)
+        self.gnn = LiteralClauseGNN(channels=channels, num_layers=num_layers)
         self.head = nn.Sequential(nn.Linear(2 * channels, 2 * channels), nn.SiLU(), nn.Linear(2 * channels, 2))
         # the last layer starts at zero: ρ = μ = 0, i.e. p ~ Bern(½), w ~ LogNormal(0, σ_w)
         nn.init.zeros_(self.head[-1].weight)

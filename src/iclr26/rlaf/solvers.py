@@ -5,11 +5,16 @@ initial VSIDS activity ``w(x)``, every bump of ``x`` multiplied by ``w(x)``, fir
 :mod:`iclr26.rlaf.cdcl`). What each solver can take (``INJECTION_SUPPORT``):
 
 - ``"cdcl"``, the project's solver (:mod:`iclr26.rlaf.cdcl`): all three parts, ``("activity", "bump", "phase")``.
-- ``"ergo"`` (PySAT 1.9.dev17): ``Solver.set_activities`` (initial activities) and ``Solver.set_phases``:
-  ``("activity", "phase")``. In this PySAT release ``set_activities`` is implemented for Ergo only; every other
-  solver raises ``NotImplementedError`` for it.
-- Glucose 3/4/4.2, MiniSat 2.2, Maple*, Lingeling, CaDiCaL 1.5.3+ and others: ``Solver.set_phases`` only,
-  ``("phase",)``, the polarity-only ablation.
+- ``"ergo"`` (PySAT 1.9.dev17): ``Solver.set_activities`` (initial activities; PySAT also resets the bump
+  increment, and variables left out get activity 0) and ``Solver.set_phases``: ``("activity", "phase")``.
+  In python-sat 1.9.dev17 ``Solver.set_activities`` forwards to Ergo only: for every other solver, Glucose 3/4/4.2
+  and MiniSat 2.2 included, it raises ``NotImplementedError`` ("Setting variable activities is unsupported by this
+  solver"), and the compiled ``pysolvers`` module has a user-activity entry point for Ergo only (``ergo_setacts``).
+  Checked on every solver of that build in ``tests/rlaf/test_rlaf_injection.py``.
+- Glucose 3/4/4.2, MiniSat 2.2, Maple*, Minicard, Gluecard, MergeSat, Lingeling, CaDiCaL 1.5.3/1.9.5:
+  ``Solver.set_phases`` only, ``("phase",)``, the polarity-only ablation. PySAT documents that Glucose, MiniSat
+  2.2, Maple* and Minicard use the phases as initial saved phases (RLAF's semantics), while Lingeling always
+  respects them; PySAT's CaDiCaL wrappers switch CaDiCaL's "lucky" phase search off before setting them.
 
 The cost is read from the solver: ``decisions`` (RLAF's reward is ``-decisions``; PySAT's ``accum_stats``), with
 the wall time beside it. Every SAT answer is checked against the formula before it is returned.

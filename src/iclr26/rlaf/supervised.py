@@ -108,7 +108,7 @@ class LiteralPredictor(nn.Module):
             raise ValueError(f"pred_scale must be > 0, got {pred_scale}")
         self.target = target
         self.pred_scale = pred_scale
-        self.gnn = LiteralClauseGNN(channels, num_layers)
+        self.gnn = LiteralClauseGNN(channels=channels, num_layers=num_layers)
         self.head = nn.Sequential(nn.Linear(channels, 2 * channels), nn.SiLU(), nn.Linear(2 * channels, 1))
 
     def forward(self, graph: LiteralClauseGraph) -> Tensor:
@@ -166,8 +166,11 @@ def train_supervised(
     for i, (cnf, lab) in enumerate(zip(cnfs, labels, strict=True)):
         if lab.shape != (2 * cnf.num_vars,):
             raise ValueError(f"labels[{i}] must have shape (2·num_vars,) = ({2 * cnf.num_vars},), got {lab.shape}")
-    if epochs < 1 or batch_size < 1 or lr <= 0:
-        raise ValueError("epochs and batch_size must be >= 1 and lr > 0")
+    for name, value, ok in (("epochs", epochs, epochs >= 1), ("batch_size", batch_size, batch_size >= 1)):
+        if not ok:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    if lr <= 0:
+        raise ValueError(f"lr must be > 0, got {lr}")
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     batches = []
     for start in range(0, len(cnfs), batch_size):
