@@ -15,8 +15,10 @@ import argparse
 
 import torch
 
-from iclr26.kern import ROUTERS, Router
-from iclr26.kern.analysis import time_routers
+from iclr26.common.config import ConfigError
+from iclr26.common.device import resolve_device
+from iclr26.kern import ROUTERS
+from iclr26.kern.analysis import make_router_bench, time_routers
 
 
 def main() -> None:
@@ -27,21 +29,24 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8, help="experts per token")
     parser.add_argument("--repeats", type=int, default=50, help="timed rounds")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1, as in iclr26 run kern)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    gen = torch.Generator().manual_seed(args.seed)
-    x = torch.randn(args.tokens, args.d_model, generator=gen).to(args.device)
-    weight = torch.randn(args.experts, args.d_model, generator=gen) * 0.02
-    routers = {}
-    for name in ROUTERS:
-        router = Router(args.d_model, args.experts, args.k, name).to(args.device)
-        with torch.no_grad():
-            router.proj.weight.copy_(weight)
-            router.proj.bias.zero_()
-        routers[name] = router
-    timings = time_routers(routers, x, repeats=args.repeats)
+    try:
+        device = resolve_device(args.device)
+    except ConfigError as err:
+        parser.error(f"--device {args.device}: {err}")
+    bench = make_router_bench(
+        ROUTERS,
+        d_model=args.d_model,
+        num_experts=args.experts,
+        k=args.k,
+        n_tokens=args.tokens,
+        generator=torch.Generator().manual_seed(args.seed),
+        device=device,
+    )
+    timings = time_routers(bench.routers, bench.x, repeats=args.repeats)
     base = timings["softmax"]
     print(
         f"N={args.tokens} D={args.d_model} E={args.experts} k={args.k} device={args.device} "

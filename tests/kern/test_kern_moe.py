@@ -136,3 +136,9 @@ def test_moe_block_errors_name_the_argument():
         MoEFeedForward(8, num_experts=4, k=2, d_expert=8, aux_loss_coef=-1.0)
     with pytest.raises(ValueError, match="d_expert must be positive"):
         MoEFeedForward(8, num_experts=4, k=2, d_expert=0)
+    with pytest.raises(ValueError, match="init_std must be non-negative"):
+        MoEFeedForward(8, num_experts=4, k=2, d_expert=8, init_std=-0.02)
+    with pytest.raises(ValueError, match=r"expert_index must be \(N, K\)"):
+        group_by_expert(torch.tensor([0, 1, 2]), 3)
+    with pytest.raises(ValueError, match="capacity must be at least 1"):
+        group_by_expert(torch.tensor([[0], [1]]), 3, capacity=0)

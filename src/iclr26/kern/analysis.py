@@ -7,7 +7,8 @@ arXiv 2509.25913.
   outputs ``E_m(x)`` independent, zero-mean and of unit variance per coordinate, the MoE output's second moment per
   coordinate is ``E[Σ_m g_m²]``. Under KERN the kept gates are a slice of a unit vector (times γ), so this does not
   grow or shrink with the number of experts ``M`` when ``K / M`` is fixed; under Softmax it shrinks like ``1 / M``.
-* :func:`time_routers` — wall time of routers' forward + backward (the "zero additional cost" claim).
+* :func:`make_router_bench` and :func:`time_routers` — wall time of routers' forward + backward, all routers on the
+  same weights and input (the "zero additional cost" claim).
 * :func:`coefficient_of_variation` — the load-balance metric ``std(c) / mean(c)`` of assignments per expert.
 
 Glossary: ``N`` tokens, ``D`` hidden size, ``E`` experts, ``K`` experts per token.
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -71,6 +74,57 @@ def init_output_second_moment(
     x = torch.randn(n_tokens, d_model, generator=generator, dtype=torch.float64)  # (N, D)
     weights = router(x).combine_weights  # (N, K)
     return float(weights.pow(2).sum(dim=-1).mean())
+
+
+class RouterBench(NamedTuple):
+    """Routers and an input for :func:`time_routers`.
+
+    Attributes:
+        routers: name -> :class:`Router`, all with the same logit weights ``W ~ N(0, 0.02²)`` and zero bias.
+        x: ``(N, D)`` input, ``x ~ N(0, I_D)``.
+    """
+
+    routers: dict[str, Router]
+    x: Tensor
+
+
+def make_router_bench(
+    names: Iterable[str],
+    *,
+    d_model: int,
+    num_experts: int,
+    k: int,
+    n_tokens: int,
+    generator: torch.Generator | None = None,
+    device: torch.device | str = "cpu",
+) -> RouterBench:
+    """Build the routers ``names`` (see :data:`iclr26.kern.router.ROUTERS`) on shared weights, and an input.
+
+    The input and the weights are drawn on the CPU from ``generator`` (in that order), then moved to ``device``, so
+    a seed gives the same numbers on every device.
+
+    Args:
+        names: router names.
+        d_model: hidden size ``D``.
+        num_experts: experts ``E``.
+        k: experts per token.
+        n_tokens: tokens per call ``N``.
+        generator: source of randomness for the input and the weights.
+        device: where the routers and the input live.
+
+    Returns:
+        The :class:`RouterBench`.
+    """
+    x = torch.randn(n_tokens, d_model, generator=generator)  # (N, D)
+    weight = torch.randn(num_experts, d_model, generator=generator) * 0.02  # (E, D)
+    routers = {}
+    for name in names:
+        router = Router(d_model, num_experts, k, name)
+        with torch.no_grad():
+            router.proj.weight.copy_(weight)
+            router.proj.bias.zero_()
+        routers[name] = router.to(device)
+    return RouterBench(routers, x.to(device))
 
 
 @dataclass(frozen=True)

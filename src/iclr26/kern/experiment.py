@@ -10,8 +10,8 @@ What ``iclr26 run kern`` does:
    (:func:`~iclr26.common.lmtrain.train_lm`), the Switch load-balancing loss added for every router;
 3. measures the validation loss, the expert-load balance (coefficient of variation of assignments per expert on the
    validation windows) and the router's share of the training time;
-4. times the router forward + backward alone at a realistic size, routers interleaved
-   (:func:`~iclr26.kern.analysis.time_routers`);
+4. times the router forward + backward alone at a realistic size, routers interleaved, on the training device
+   (:func:`~iclr26.kern.analysis.time_routers`; on the CPU with one thread);
 5. measures the MoE output's second moment at initialisation for two expert counts (the paper's scale argument);
 6. verdict: KERN's mean validation loss is at most Softmax's plus ``loss_tolerance`` and KERN's router time (median
    of the timed rounds) is at most ``1 + time_tolerance`` times Softmax's.
@@ -20,6 +20,7 @@ What ``iclr26 run kern`` does:
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -34,9 +35,14 @@ from iclr26.common.lmtrain import CosineSchedule, TokenData, TrainConfig, TrainH
 from iclr26.common.plots import figure, savefig
 from iclr26.common.seeding import derive_seed, torch_generator
 from iclr26.common.tinylm import TinyLM, TinyLMConfig
-from iclr26.kern.analysis import coefficient_of_variation, init_output_second_moment, time_routers
+from iclr26.kern.analysis import (
+    coefficient_of_variation,
+    init_output_second_moment,
+    make_router_bench,
+    time_routers,
+)
 from iclr26.kern.moe import MoEFeedForward
-from iclr26.kern.router import ROUTERS, Router
+from iclr26.kern.router import ROUTERS
 
 DENSE = "dense"
 
@@ -112,7 +118,10 @@ class KernConfig(ExperimentConfig):
     )
     bench_experts: int = field(default=64, metadata={"help": "experts in the router micro-benchmark (paper: 64)"})
     bench_k: int = field(default=8, metadata={"help": "top-k in the router micro-benchmark (paper: 8)"})
-    bench_tokens: int = field(default=4096, metadata={"help": "tokens per call in the router micro-benchmark"})
+    bench_tokens: int = field(
+        default=4096,
+        metadata={"help": "tokens per call in the router micro-benchmark (run on `device`; one thread on the CPU)"},
+    )
     bench_repeats: int = field(
         default=30,
         metadata={"help": "timed rounds, routers interleaved (median and min reported; the verdict uses the median)"},
@@ -217,6 +226,11 @@ class KernConfig(ExperimentConfig):
         require(1 <= self.bench_k <= self.bench_experts, "bench_k", "must lie in [1, bench_experts]")
         for m in self.scale_experts:
             require(m >= 8 and m % 8 == 0, "scale_experts", f"each must be a multiple of 8 (k = M/8), got {m}")
+        require(
+            self.scale_experts[0] < self.scale_experts[1],
+            "scale_experts",
+            f"must be (smaller M, larger M), got {self.scale_experts}",
+        )
         require(self.aux_loss_coef >= 0, "aux_loss_coef", "must be non-negative")
         require(self.capacity_factor is None or self.capacity_factor > 0, "capacity_factor", "must be > 0 or none")
         require(self.peak_lr > 0, "peak_lr", f"must be positive, got {self.peak_lr}")
@@ -333,21 +347,23 @@ def mean_cv(load: list[list[int]]) -> float:
 
 
 def benchmark_routers(config: KernConfig, names: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """Step 4: forward + backward time of each router alone at the benchmark size (same weights and input, CPU
-    timings on one thread)."""
-    gen = torch_generator(derive_seed(config.seed, "bench"))
-    x = torch.randn(config.bench_tokens, config.bench_d_model, generator=gen)
-    weight = torch.randn(config.bench_experts, config.bench_d_model, generator=gen) * 0.02
-    routers = {}
-    for name in names:
-        routers[name] = Router(config.bench_d_model, config.bench_experts, config.bench_k, name)
-        with torch.no_grad():
-            routers[name].proj.weight.copy_(weight)
-            routers[name].proj.bias.zero_()
+    """Step 4: forward + backward time of each router alone at the benchmark size (same weights and input), on
+    ``config.device``; on the CPU with one thread."""
+    device = resolve_device(config.device)
+    bench = make_router_bench(
+        names,
+        d_model=config.bench_d_model,
+        num_experts=config.bench_experts,
+        k=config.bench_k,
+        n_tokens=config.bench_tokens,
+        generator=torch_generator(derive_seed(config.seed, "bench")),
+        device=device,
+    )
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: less disturbed by other processes on a shared machine
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # one thread: less disturbed by other processes on a shared machine
     try:
-        timings = time_routers(routers, x, repeats=config.bench_repeats)
+        timings = time_routers(bench.routers, bench.x, repeats=config.bench_repeats)
     finally:
         torch.set_num_threads(threads)
     return {name: {"median_ms": t.median_ms, "min_ms": t.min_ms} for name, t in timings.items()}
@@ -404,6 +420,7 @@ def _plot_load(runs: list[VariantRun], names: list[str], num_experts: int, ctx: 
 
 def run(config: KernConfig, ctx: RunContext) -> Outcome:
     """Run the reproduction (module docstring, steps 1-6)."""
+    cpu_start = time.process_time()
     resolve_device(config.device)  # an unavailable device fails here, before any training
     corpus = load_corpus(config.data)
     data = TokenData.from_corpus(corpus)
@@ -476,6 +493,9 @@ def run(config: KernConfig, ctx: RunContext) -> Outcome:
         "active_params": {"dense": n_params[DENSE], "moe": n_params["kern"]},
         "corpus": {"source": corpus.source, "train_bytes": len(corpus.train), "val_bytes": len(corpus.val)},
         "seeds": seeds,
+        # CPU seconds of this process for the whole run (all threads): about the wall time on an idle machine
+        # when the run uses one thread, whatever the load while it ran.
+        "process_cpu_time_s": time.process_time() - cpu_start,
     }
     evidence = {
         "kern_val_loss_mean": kern["final_val_loss_mean"],

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from iclr26.common.tinylm import FFNOutput
-from iclr26.kern.router import Router, RouterSpec, expert_counts
+from iclr26.kern.router import Router, RouterOutput, RouterSpec, expert_counts
 
 
 class Dispatch(NamedTuple):
@@ -71,8 +71,15 @@ def group_by_expert(expert_index: Tensor, num_experts: int, capacity: int | None
 
     Returns:
         The :class:`Dispatch`.
+
+    Raises:
+        ValueError: if ``expert_index`` is not 2-D or ``capacity`` is below 1.
     """
-    n_tokens, k = expert_index.shape
+    if expert_index.dim() != 2:
+        raise ValueError(f"expert_index must be (N, K), got shape {tuple(expert_index.shape)}")
+    if capacity is not None and capacity < 1:
+        raise ValueError(f"capacity must be at least 1 slot per expert (or None for no limit), got {capacity}")
+    k = expert_index.shape[1]
     flat = expert_index.reshape(-1)  # (N·K,)
     order = torch.argsort(flat, stable=True)  # (N·K,)
     counts = expert_counts(flat, num_experts)  # (E,)
@@ -106,8 +113,8 @@ class MoEFeedForward(nn.Module):
         ``forward(x: (..., D)) -> FFNOutput(y (..., D), aux_loss scalar | None)``.
 
     Raises:
-        ValueError: for a non-positive size, ``k`` outside ``[1, E]``, ``aux_loss_coef < 0`` or ``capacity_factor
-            <= 0``.
+        ValueError: for a non-positive size, ``k`` outside ``[1, E]``, ``aux_loss_coef < 0``, ``capacity_factor
+            <= 0`` or ``init_std < 0``; in ``forward``, for an input with the wrong hidden size.
     """
 
     def __init__(
@@ -131,6 +138,8 @@ class MoEFeedForward(nn.Module):
             raise ValueError(f"aux_loss_coef must be non-negative, got {aux_loss_coef}")
         if capacity_factor is not None and not capacity_factor > 0:
             raise ValueError(f"capacity_factor must be positive or None (dropless), got {capacity_factor}")
+        if not init_std >= 0:
+            raise ValueError(f"init_std must be non-negative, got {init_std}")
         self.router = Router(d_model, num_experts, k, router, bias=router_bias)
         self.d_model, self.num_experts, self.k, self.d_expert = d_model, num_experts, k, d_expert
         self.aux_loss_coef, self.capacity_factor = aux_loss_coef, capacity_factor
@@ -159,7 +168,7 @@ class MoEFeedForward(nn.Module):
         per_expert = self.w1[0].numel() + self.b1[0].numel() + self.w2[0].numel() + self.b2[0].numel()
         return sum(p.numel() for p in self.router.parameters()) + self.k * per_expert
 
-    def _route(self, flat: Tensor):
+    def _route(self, flat: Tensor) -> RouterOutput:
         if not self.time_router:
             return self.router(flat)
         if flat.is_cuda:
@@ -173,6 +182,7 @@ class MoEFeedForward(nn.Module):
         return out
 
     def forward(self, x: Tensor) -> FFNOutput:
+        """Steps 1-5 of the module docstring: ``x: (..., D) -> FFNOutput(y (..., D), α · balance loss)``."""
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x: expected hidden size {self.d_model} in the last dimension, got {tuple(x.shape)}")
         flat = x.reshape(-1, self.d_model)  # (N, D)

@@ -21,7 +21,8 @@ weights renormalised to sum to one (DeepSeek-V3 style); Tanh is ``tanh`` with no
 
 Top-k is taken on the logits ``s``: every activation of the family is non-decreasing and every normalisation divides
 a token's scores by one positive number, so the ordering of ``s`` is the ordering of the gates (ties in the ReLU
-zero region are then broken by ``s``, and the tied experts get weight 0).
+zero region are then broken by ``s``, and the tied experts get weight 0). This needs ``γ > 0``; γ is not constrained,
+and the selection stays on ``s`` whatever its sign (the README reports the trained values).
 
 Glossary: ``N`` tokens (batch and sequence flattened), ``D`` hidden size, ``E`` experts (``M`` in the paper),
 ``K`` experts per token (top-k).
@@ -175,8 +176,12 @@ def select_top_k(logits: Tensor, gates: Tensor, k: int, *, renormalize: bool, ep
         :class:`TopK` with ``expert_index`` and ``combine_weights`` of shape ``(N, K)``.
 
     Raises:
-        ValueError: if ``k`` is out of range.
+        ValueError: if ``k`` is out of range or ``logits`` and ``gates`` differ in shape.
     """
+    if logits.shape != gates.shape:
+        raise ValueError(
+            f"logits and gates must have the same shape (N, E), got {tuple(logits.shape)} and {tuple(gates.shape)}"
+        )
     num_experts = logits.shape[-1]
     if not 1 <= k <= num_experts:
         raise ValueError(f"k must lie in [1, num_experts={num_experts}], got {k}")
@@ -206,7 +211,17 @@ def switch_balance_loss(logits: Tensor, expert_index: Tensor) -> Tensor:
 
     Returns:
         A scalar tensor.
+
+    Raises:
+        ValueError: if ``logits`` is not ``(N, E)`` with ``N ≥ 1`` or ``expert_index`` is not ``(N, K)``.
     """
+    if logits.dim() != 2 or logits.shape[0] == 0:
+        raise ValueError(f"logits must be (N, E) with N >= 1 tokens, got shape {tuple(logits.shape)}")
+    if expert_index.dim() != 2 or expert_index.shape[0] != logits.shape[0]:
+        raise ValueError(
+            f"expert_index must be (N, K) with N = {logits.shape[0]} (the tokens of logits), "
+            f"got shape {tuple(expert_index.shape)}"
+        )
     num_experts = logits.shape[-1]
     f = expert_counts(expert_index, num_experts).to(logits.dtype) / expert_index.numel()  # (E,)
     p = torch.softmax(logits, dim=-1).mean(dim=0)  # (E,)
@@ -294,7 +309,9 @@ class Router(nn.Module):
         ``forward(x: (..., D)) -> RouterOutput`` with ``N`` = the product of the leading dimensions.
 
     Raises:
-        ValueError: for ``k`` outside ``[1, num_experts]``, a non-positive size or an unknown router name.
+        ValueError: for ``k`` outside ``[1, num_experts]``, a non-positive size or an unknown router name; in
+            ``forward``, for an input with the wrong hidden size or no tokens.
+        FloatingPointError: in ``forward``, when the logits contain NaN or inf.
     """
 
     def __init__(
@@ -328,11 +345,21 @@ class Router(nn.Module):
             self.register_buffer("gamma", torch.ones(()), persistent=False)
 
     def forward(self, x: Tensor) -> RouterOutput:
+        """Route ``N`` tokens (steps 1-5 of the module docstring) and compute the balance loss.
+
+        Args:
+            x: ``(..., D)`` token representations; the leading dimensions are flattened to ``N``.
+
+        Returns:
+            :class:`RouterOutput` with ``(N, K)`` experts and weights, ``(N, E)`` gates and logits.
+        """
         if x.shape[-1] != self.d_model:
             raise ValueError(
                 f"x: expected hidden size {self.d_model} in the last dimension, got shape {tuple(x.shape)}"
             )
         flat = x.reshape(-1, self.d_model)  # (N, D)
+        if flat.shape[0] == 0:
+            raise ValueError(f"x: needs at least one token, got shape {tuple(x.shape)}")
         logits = self.proj(flat)  # (N, E): s = W x + b
         if not torch.isfinite(logits).all():
             raise FloatingPointError(
