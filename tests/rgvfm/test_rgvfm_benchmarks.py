@@ -58,6 +58,13 @@ def test_coverage_of_data_is_full_and_of_the_chart_uniform_is_half(manifold):
     assert checkerboard_coverage(manifold, one_cell).modes_covered == 1
 
 
+def test_coverage_rejects_boards_it_cannot_read():
+    with pytest.raises(ValueError, match="needs a 2-dimensional manifold, got S3"):
+        checkerboard_coverage(Sphere(3), Sphere(3).random_uniform(5))
+    with pytest.raises(ValueError, match="x must have last axis of size 3"):
+        checkerboard_coverage(Sphere(2), torch.zeros(5, 2))
+
+
 def test_geodesic_mmd_separates_distributions():
     s = Sphere(2)
     g = torch.Generator().manual_seed(2)
@@ -86,13 +93,13 @@ def test_knn_c2st_is_chance_for_equal_and_perfect_for_disjoint_samples():
 def test_vmf_mean_cosine_matches_the_closed_form():
     s = Sphere(2)
     mean = s.proj(torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64))
-    x = vmf_sample(s, mean, 30.0, 50_000, generator=torch.Generator().manual_seed(4))
+    x = vmf_sample(s, mean, 50_000, kappa=30.0, generator=torch.Generator().manual_seed(4))
     # E<x, μ> = coth κ - 1/κ for the vMF on S²
     expected = 1 / math.tanh(30.0) - 1 / 30.0
     assert abs(float((x @ mean).mean()) - expected) < 1e-3
     assert (s.proj(x.mean(0)) - mean).abs().max() < 5e-3
     with pytest.raises(ValueError, match="south pole"):
-        vmf_sample(s, torch.tensor([0.0, 0.0, -1.0]), 5.0, 3)
+        vmf_sample(s, torch.tensor([0.0, 0.0, -1.0]), 3, kappa=5.0)
 
 
 def test_wrapped_normal_mixture_has_six_modes_at_distance_1p5():

@@ -46,9 +46,19 @@ def test_verdict_requires_a_gap_beyond_the_seed_spread():
     config = RGVFMConfig(seeds=3)
     clear = {"rgvfm": [84, 85, 83], "rfm": [66, 68, 67], "cfm": [65, 64, 66], "vfm": [79, 78, 80]}
     held, evidence, measurement = verdict(config, fake_results(clear))
-    # RG-VFM-M - RFM = 17.0 and - max(CFM, VFM) = 5.0 with paired s.e. 0.33 and 0.58: both beyond max(1, 2 s.e.)
+    # RG-VFM-M - RFM per seed = (18, 17, 16): mean 17, sample s.d. 1, s.e. 1/√3, margin max(1, 2/√3) = 1.155;
+    # RG-VFM-M - max(CFM, VFM) per seed = (5, 7, 3): mean 5, s.d. 2, s.e. 2/√3, margin max(1, 4/√3) = 2.309
     assert held and math.isclose(evidence["rgvfm_minus_rfm_pct"], 17.0)
+    assert math.isclose(evidence["rgvfm_minus_rfm_margin"], 2 / math.sqrt(3))
     assert math.isclose(evidence["rgvfm_minus_best_euclidean_pct"], 5.0)
+    assert math.isclose(evidence["rgvfm_minus_best_euclidean_margin"], 4 / math.sqrt(3))
+    # the Euclidean baseline is the better of CFM and VFM per seed: CFM 82 > VFM 80 in seed 3 gives gaps (5, 7, 1)
+    cfm_ahead = {**clear, "cfm": [65, 64, 82]}
+    assert math.isclose(verdict(config, fake_results(cfm_ahead)).evidence["rgvfm_minus_best_euclidean_pct"], 13 / 3)
+    # with tiny spread the fixed floor min_margin = 1 applies: a gap of 0.9 in every seed does not count
+    tied = {"rgvfm": [80.9, 81.9, 79.9], "rfm": [60, 61, 59], "cfm": [60, 60, 60], "vfm": [80, 81, 79]}
+    tied_verdict = verdict(config, fake_results(tied))
+    assert not tied_verdict.held and math.isclose(tied_verdict.evidence["rgvfm_minus_best_euclidean_margin"], 1.0)
     assert "RG-VFM-M - RFM = +17.0" in measurement and "best of CFM/VFM = +5.0" in measurement
     noisy = {"rgvfm": [90, 70, 80], "rfm": [70, 80, 78], "cfm": [60, 60, 60], "vfm": [60, 60, 60]}
     # mean gap +4 but paired differences (20, -10, 2) have s.e. 8.7: not significant
@@ -106,6 +116,15 @@ def test_smoke_run_through_the_cli(smoke):
         "coverage.png",
     }
     assert isinstance(record["claim_held"], bool) and record["evidence"]["evaluated"]
+    # the parameters moved: every model's objective over the last tenth of its 30 steps is below the first tenth
+    for board in results.values():
+        for key, model in board.items():
+            trace = model["loss_trace_seed0"]
+            assert trace[-1] < trace[0], f"{key}: loss did not fall, {trace}"
+    # the verdict is the measured rule, recomputed here from the per-seed coverages in the record
+    cov = {k: m["coverage"]["per_seed"][0] for k, m in results["sphere_checkerboard"].items()}
+    gaps = (cov["rgvfm"] - cov["rfm"], cov["rgvfm"] - max(cov["cfm"], cov["vfm"]))
+    assert record["claim_held"] == all(gap > 1.0 for gap in gaps)  # one seed: s.e. 0, margin min_margin = 1
 
 
 def test_set_override_is_validated():

@@ -46,6 +46,15 @@ def test_build_flow_wires_the_five_models(key, path, endpoint):
         assert flow.endpoint_manifold.name == endpoint
 
 
+def test_training_loss_rejects_mismatched_batches():
+    flow = build_flow("rgvfm", Sphere(2), net())
+    x0, x1, t = batch(Sphere(2))
+    with pytest.raises(ValueError, match=r"x0 and x1 must both be \(B, D\) batches, got \(32, 3\) and \(31, 3\)"):
+        flow.training_loss(x0, x1[:31], t)
+    with pytest.raises(ValueError, match=r"t must have shape \(B, 1\) = \(32, 1\), got \(32,\)"):
+        flow.training_loss(x0, x1, t[:, 0])
+
+
 def test_build_flow_rejects_unknown_model():
     with pytest.raises(ValueError, match="unknown model 'fm'; choose one of cfm, vfm"):
         build_flow("fm", Sphere(2), net())
@@ -207,6 +216,12 @@ def test_priors():
     assert s.distance_to_manifold(make_prior(s, intrinsic=True, kind="uniform")(100, g)).max() < 1e-6
     with pytest.raises(ValueError, match="uniform source exists only on the sphere"):
         make_prior(h, intrinsic=True, kind="uniform")
+    with pytest.raises(ValueError, match="for intrinsic models only"):
+        make_prior(s, intrinsic=False, kind="uniform")
+    with pytest.raises(ValueError, match="kind must be 'wrapped_normal' or 'uniform', got 'gaussian'"):
+        make_prior(s, intrinsic=True, kind="gaussian")
+    with pytest.raises(ValueError, match="scale must be positive"):
+        make_prior(s, intrinsic=True, scale=0.0)
 
 
 # --- integrators ------------------------------------------------------------------------------------------------

@@ -142,6 +142,19 @@ def test_wrapped_normal_has_the_right_tangent_moments_at_its_mean(name):
     assert abs(manifold.inner(mean, v, v).mean() - 0.18) < 0.006
 
 
+@pytest.mark.parametrize("name", ["sphere", "lorentz"])
+def test_perturb_is_isotropic_tangent_noise_of_scale_sigma(name):
+    manifold, points = POINTS[name]
+    x = points(1, 3).expand(40_000, -1)
+    y = manifold.perturb(x, scale=0.1, generator=torch.Generator().manual_seed(2))
+    assert manifold.distance_to_manifold(y).max() < 1e-12
+    v = manifold.log(x, y)
+    # log_x x̃ = σ P_x ε exactly (|σ P_x ε| < π): mean 0 and E|v|² = n σ² = 2 × 0.01; s.e. ~5e-4 and ~1e-4
+    assert v.mean(0).abs().max() < 3e-3
+    assert abs(manifold.inner(x, v, v).mean() - 0.02) < 6e-4
+    assert manifold.perturb(x, scale=0.0) is x
+
+
 def test_poincare_map_preserves_distances():
     h = Lorentz(2)
     x, y = hyper_points(200, 0), hyper_points(200, 1)
@@ -234,3 +247,5 @@ def test_shape_errors_name_the_argument():
         Lorentz(0)
     with pytest.raises(ValueError, match="scale must be positive"):
         s.wrapped_normal(3, scale=0.0)
+    with pytest.raises(ValueError, match="scale must be >= 0"):
+        s.perturb(s.base_point().expand(2, -1), scale=-0.1)

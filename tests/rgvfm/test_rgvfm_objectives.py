@@ -117,3 +117,15 @@ def test_endpoint_velocity_rejects_t_equal_one():
     e = Euclidean(2)
     with pytest.raises(ValueError, match="t must be < 1"):
         endpoint_velocity(e, torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1, 1))
+
+
+def test_losses_reject_mismatched_shapes_instead_of_broadcasting():
+    s = Sphere(2)
+    x1 = s.random_uniform(4, generator=torch.Generator().manual_seed(0))
+    # (4, 1, 3) against (4, 3) would broadcast to 16 pairs and average the wrong thing
+    with pytest.raises(ValueError, match="mu, x1 must have the same shape"):
+        rgvfm_loss(s, x1[:, None, :], x1)
+    with pytest.raises(ValueError, match="mu must have last axis of size 3"):
+        rgvfm_loss(s, x1[:, :2], x1)
+    with pytest.raises(ValueError, match="x, v, u must have the same shape"):
+        rfm_loss(s, x1, x1[:2], x1)

@@ -77,7 +77,7 @@ def checkerboard(
 
 
 def vmf_sample(
-    sphere: Sphere, mean: Tensor, kappa: float, n: int, *, generator: torch.Generator | None = None
+    sphere: Sphere, mean: Tensor, n: int, *, kappa: float, generator: torch.Generator | None = None
 ) -> Tensor:
     """n samples of the von Mises-Fisher distribution on S² with mean direction ``mean`` and concentration κ.
 
@@ -118,7 +118,7 @@ def vmf_mixture(sphere: Sphere, n: int, *, generator: torch.Generator | None = N
     for k, mean in enumerate(means):
         idx = (comp == k).nonzero().squeeze(-1)
         if idx.numel():
-            out[idx] = vmf_sample(sphere, mean, 30.0, idx.numel(), generator=generator)
+            out[idx] = vmf_sample(sphere, mean, idx.numel(), kappa=30.0, generator=generator)
     return out
 
 

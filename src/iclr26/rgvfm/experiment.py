@@ -221,7 +221,7 @@ def train_and_evaluate(
     prior = make_prior(
         manifold,
         intrinsic=spec.intrinsic,
-        kind=config.sphere_prior if isinstance(manifold, Sphere) else "wrapped_normal",
+        kind=config.sphere_prior if isinstance(manifold, Sphere) and spec.intrinsic else "wrapped_normal",
         scale=config.prior_scale,
     )
     result = train_flow(
@@ -435,7 +435,6 @@ def plot_coverage(ctx: RunContext, results: dict[str, dict[str, Any]]) -> None:
 
 def run(config: RGVFMConfig, ctx: RunContext) -> Outcome:
     """Train and evaluate the five models on every benchmark and seed; check the coverage claim."""
-    torch.set_num_threads(1)  # small matrices: a second thread buys little and spins on a shared machine
     jobs = list(config.benchmarks)
     file_points = None
     if config.data is not None:

@@ -18,16 +18,17 @@ read through the code search). :class:`EndpointFlow` is RG-VFM (VFM when its man
 
 One training step (:meth:`FlowMatcher.training_loss`):
     1. x_t = exp_{x0}(t log_{x0} x1) on the path manifold (the straight line in R^D);
-    2. x̃_t = exp_{x_t}(σ P ε): the network input, perturbed by tangent noise of scale σ
-       (the official ``noise_scale``, 0.1);
+    2. x̃_t = exp_{x_t}(σ A ε): the network input, perturbed by isotropic tangent noise of scale σ
+       (the official ``noise_scale``, 0.1; A = ``path.output_to_tangent``, see ``Manifold.perturb``);
     3. the objective hook: d(μ_θ(x̃_t, t), x1)² (endpoint) or |v_θ(x̃_t, t) - Γ_{x_t→x̃_t} u_t|²_g (velocity).
 
 Sampling integrates the model's velocity hook (endpoint models: log_x(μ_θ)/(1 - t)) from x0 ~ p0.
 
 Deviations: the official code adds the noise in ambient coordinates and renormalises (sphere) or in
 the chart at the origin (hyperboloid) and compares the velocity target at the clean x_t with the
-prediction at the noisy point; here the noise is a tangent step exp_{x_t}(σ P ε) on every manifold
-(the same to first order) and the target is parallel-transported to the noisy point. On H² the
+prediction at the noisy point; here the noise is an isotropic tangent step of scale σ on every manifold
+(on the sphere the same to first order; on H² the official chart noise at distance r from the origin
+has its angular part stretched by sinh r / r) and the target is parallel-transported to the noisy point. On H² the
 velocity head is Γ_{o→x}(P_o f) (an isometry) instead of the official Minkowski projection P_x f,
 which amplifies the network output far from the origin (see ``Lorentz.output_to_tangent``), and
 the network sees a point of H² through the bounded encoding ``Lorentz.encode`` (Klein coordinates)
@@ -87,13 +88,18 @@ class FlowMatcher(ABC):
 
         Returns:
             Scalar loss.
+
+        Raises:
+            ValueError: naming ``x0``, ``x1`` or ``t`` when a shape does not match (B, D), (B, D), (B, 1).
         """
         self.path.check(x0, "x0")
         self.path.check(x1, "x1")
+        if x0.ndim != 2 or x1.shape != x0.shape:
+            raise ValueError(f"x0 and x1 must both be (B, D) batches, got {tuple(x0.shape)} and {tuple(x1.shape)}")
         if t.shape != (x0.shape[0], 1):
             raise ValueError(f"t must have shape (B, 1) = ({x0.shape[0]}, 1), got {tuple(t.shape)}")
         x_t = geodesic_interpolant(self.path, x0, x1, t)
-        x_in = self.path.perturb(x_t, self.noise_scale, generator)
+        x_in = self.path.perturb(x_t, scale=self.noise_scale, generator=generator)
         return self.objective(x0=x0, x1=x1, t=t, x_t=x_t, x_in=x_in)
 
     @abstractmethod

@@ -150,10 +150,12 @@ class Manifold(ABC):
         return x
 
     def output_to_tangent(self, x: Tensor, f: Tensor) -> Tensor:
-        """A tangent vector at x from a raw network output f ∈ R^D: P_x f (overridden where ill-conditioned).
+        """A tangent vector at x from an ambient vector f ∈ R^D: P_x f (overridden where ill-conditioned).
 
-        Used by velocity models; the map must be well conditioned, or far from the base point a small
-        error of f becomes a large velocity error.
+        The map must be a partial isometry of R^D onto T_xM (an orthogonal projection onto n coordinates
+        followed by an isometry). Velocity models use it on the raw network output, where a badly
+        conditioned map would turn a small error of f far from the base point into a large velocity
+        error; :meth:`perturb` uses it because it sends ε ~ N(0, I_D) to the standard normal on T_xM.
         """
         return self.proj_tangent(x, f)
 
@@ -243,12 +245,30 @@ class Manifold(ABC):
         mu = self.check(mean.to(dtype), "mean").expand(n, -1)
         return self.exp(mu, self.transport(o, mu, u0))
 
-    def perturb(self, x: Tensor, scale: float, generator: torch.Generator | None = None) -> Tensor:
-        """x̃ = exp_x(σ P_x ε), ε ~ N(0, I_D): isotropic tangent noise of scale σ (x itself when σ = 0)."""
+    def perturb(self, x: Tensor, *, scale: float, generator: torch.Generator | None = None) -> Tensor:
+        """x̃ = exp_x(σ A_x ε), ε ~ N(0, I_D): isotropic tangent noise of scale σ (x itself when σ = 0).
+
+        A_x = :meth:`output_to_tangent`, a partial isometry onto T_xM, so A_x ε is standard normal on T_xM
+        and E d(x, x̃)² = n σ² at every x. (On Hⁿ the Minkowski projection P_x ε would not do: its radial
+        component has variance cosh 2r at distance r from the origin.)
+
+        Args:
+            x: points on M, (..., D).
+            scale: σ ≥ 0.
+            generator: torch generator for ε.
+
+        Returns:
+            (..., D) perturbed points on M.
+
+        Raises:
+            ValueError: naming ``scale`` if it is negative.
+        """
+        if scale < 0:
+            raise ValueError(f"scale must be >= 0, got {scale}")
         if scale == 0:
             return x
         eps = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device)
-        return self.exp(x, scale * self.proj_tangent(x, eps))
+        return self.exp(x, scale * self.output_to_tangent(x, eps))
 
 
 class Euclidean(Manifold):
@@ -442,9 +462,10 @@ class Lorentz(Manifold):
     def output_to_tangent(self, x: Tensor, f: Tensor) -> Tensor:
         """Γ_{o→x}(P_o f): the spatial part of f as a tangent vector at the origin, transported to x.
 
-        An isometry T_oHⁿ → T_xHⁿ, so |v|_L = |f_{1:}|. The Minkowski projection P_x f = f + <x, f>_L x
-        (the official code's choice) scales f by up to ~|x|² far from the origin; with it RFM's training
-        loss rose instead of falling on the H² checkerboard in our exploratory runs.
+        P_o keeps the spatial coordinates and Γ_{o→x} is an isometry T_oHⁿ → T_xHⁿ, so |v|_L = |f_{1:}|.
+        The Minkowski projection P_x f = f + <x, f>_L x (the official code's choice) scales f by up to
+        ~|x|² far from the origin; with it RFM's training loss rose instead of falling on the H²
+        checkerboard in our exploratory runs.
         """
         o = self.base_point(dtype=f.dtype, device=f.device).expand_as(f)
         return self.transport(o, x, self.proj_tangent(o, f))

@@ -53,7 +53,16 @@ def checkerboard_coverage(manifold: Manifold, x: Tensor) -> Coverage:
 
     Returns:
         :class:`Coverage`.
+
+    Raises:
+        ValueError: if ``manifold`` is not 2-dimensional (the board lives in a 2-D chart) or ``x`` is not
+            an (N, D) tensor of its ambient dimension.
     """
+    if manifold.dim != 2:
+        raise ValueError(f"checkerboard coverage needs a 2-dimensional manifold, got {manifold.name}")
+    manifold.check(x, "x")
+    if x.ndim != 2:
+        raise ValueError(f"x must be an (N, {manifold.ambient_dim}) tensor of samples, got shape {tuple(x.shape)}")
     cells = black_cells(manifold.to_chart(x))
     counts = torch.bincount(cells[cells >= 0], minlength=8)
     return Coverage(

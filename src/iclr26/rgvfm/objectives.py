@@ -32,6 +32,16 @@ from torch import Tensor
 from iclr26.rgvfm.manifolds import Manifold
 
 
+def _same_shape(manifold: Manifold, **tensors: Tensor) -> None:
+    """Check that the named per-sample tensors all have one shape (..., D): a silent broadcast of, say,
+    (B, 1, D) against (B, D) would average B² pairs instead of B."""
+    for name, tensor in tensors.items():
+        manifold.check(tensor, name)
+    shapes = {name: tuple(tensor.shape) for name, tensor in tensors.items()}
+    if len(set(shapes.values())) > 1:
+        raise ValueError(f"{', '.join(shapes)} must have the same shape, got {shapes}")
+
+
 def geodesic_interpolant(manifold: Manifold, x0: Tensor, x1: Tensor, t: Tensor) -> Tensor:
     """x_t = exp_{x0}(t log_{x0} x1): the conditional path shared by every model (straight line in Rⁿ).
 
@@ -88,7 +98,11 @@ def rgvfm_loss(manifold: Manifold, mu: Tensor, x1: Tensor) -> Tensor:
 
     Returns:
         Scalar loss.
+
+    Raises:
+        ValueError: naming ``mu`` or ``x1`` if its last axis is not D or the two shapes differ.
     """
+    _same_shape(manifold, mu=mu, x1=x1)
     return manifold.dist(mu, x1).pow(2).mean()
 
 
@@ -103,7 +117,11 @@ def rfm_loss(manifold: Manifold, x: Tensor, v: Tensor, u: Tensor) -> Tensor:
 
     Returns:
         Scalar loss.
+
+    Raises:
+        ValueError: naming ``x``, ``v`` or ``u`` if its last axis is not D or the three shapes differ.
     """
+    _same_shape(manifold, x=x, v=v, u=u)
     diff = v - u
     return manifold.inner(x, diff, diff).mean()
 

@@ -40,17 +40,26 @@ def make_prior(
     Args:
         manifold: M, the data manifold.
         intrinsic: True for models whose path lives on M, False for those in R^D.
-        kind: ``wrapped_normal`` (official default) or ``uniform`` (Sⁿ, intrinsic models only).
+        kind: ``wrapped_normal`` (official default; for extrinsic models the ambient normal) or ``uniform``
+            (Sⁿ, intrinsic models only).
         scale: σ of the (wrapped) normal.
 
     Returns:
         A sampler (n, generator) → (n, D).
 
     Raises:
-        ValueError: for ``uniform`` on a manifold other than a sphere, or a non-positive ``scale``.
+        ValueError: for an unknown ``kind``, ``uniform`` for an extrinsic model or on a manifold other than a
+            sphere, or a non-positive ``scale``.
     """
     if scale <= 0:
         raise ValueError(f"scale must be positive, got {scale}")
+    if kind not in ("wrapped_normal", "uniform"):
+        raise ValueError(f"kind must be 'wrapped_normal' or 'uniform', got {kind!r}")
+    if kind == "uniform" and not intrinsic:
+        raise ValueError(
+            "kind='uniform' is a source on the manifold, for intrinsic models only; extrinsic models "
+            "start from the ambient normal N(c, scale² I_D) (pass kind='wrapped_normal')"
+        )
     if not intrinsic:
         center = manifold.base_point() if isinstance(manifold, Lorentz) else torch.zeros(manifold.ambient_dim)
         return lambda n, generator: center + scale * torch.randn(n, manifold.ambient_dim, generator=generator)
