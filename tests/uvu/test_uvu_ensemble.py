@@ -116,6 +116,8 @@ def test_rnd_is_myopic_regression_onto_the_target():
         opt.step()
     after = rnd.uncertainty(batch.states, batch.actions, batch.tasks).max().item()
     assert after < 1e-3 * before
-    with pytest.raises(ValueError, match="independently"):
-        net = UniversalMLP(4, 3, num_actions=2, hidden=(8,))
+    net = UniversalMLP(4, 3, num_actions=2, hidden=(8,))
+    with pytest.raises(ValueError, match="predictor and target must be two independently"):
         RND(net, net)
+    with pytest.raises(ValueError, match="predictor and target share"):
+        RND(net, torch.nn.Sequential(net.body))

@@ -59,6 +59,8 @@ def test_cut_off_episodes_are_not_terminal(family):
     assert len(data) == 2 and data.tasks[0, task.target_color] == 1
     with pytest.raises(ValueError, match="epsilon"):
         family.collect(task, epsilon=1.5, max_steps=2, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="max_steps"):
+        family.collect(task, epsilon=0.0, max_steps=0, rng=np.random.default_rng(0))
 
 
 def test_held_out_rule():
@@ -84,11 +86,27 @@ def test_rejection_curve_by_hand():
         rejection_curve(np.array([np.nan, 1.0]), np.ones(2), np.array([0.0]))
     with pytest.raises(ValueError, match="max_fraction"):
         rejection_grid(1.0, 5)
+    with pytest.raises(ValueError, match="success must hold only 0/1"):
+        rejection_curve(np.ones(3), np.array([1.0, 0.5, 0.0]), np.array([0.0]))
+    with pytest.raises(ValueError, match="finite"):
+        rank_correlation(np.array([1.0, np.nan, 3.0]), np.array([0.1, 0.3, 0.2]))
+    assert np.isnan(rank_correlation(np.ones(3), np.array([0.1, 0.3, 0.2])))  # constant: undefined, not 0
+
+
+def test_rejection_counts_are_not_lost_to_rounding():
+    # ρ = 0.57 of T = 100 rejects floor(57) = 57 tasks; in floating point 0.57 * 100 = 56.99999999999999, whose
+    # floor would keep 44 tasks. The 43 most certain tasks all succeed and the rest fail, so keeping exactly 43
+    # gives a success rate of 1, keeping 44 gives 43/44.
+    uncertainty = np.arange(100.0)
+    success = (uncertainty < 43).astype(float)
+    assert 0.57 * 100 < 57
+    curve = rejection_curve(uncertainty, success, np.array([0.57]))
+    assert curve.success[0] == 1.0
 
 
 def test_cql_loss_by_hand_and_training_reduces_it():
     torch.manual_seed(0)
-    q = DiscreteQNetwork(4, 2, NUM_ACTIONS, (16,))
+    q = DiscreteQNetwork(4, 2, NUM_ACTIONS, hidden=(16,))
     g = torch.Generator().manual_seed(0)
     from iclr26.uvu.data import Transitions
 

@@ -112,6 +112,10 @@ def test_td_limit_errors():
         td_limit(k, torch.tensor([0, 0]), torch.tensor([1, 2]), torch.zeros(2), gamma=0.5)
     with pytest.raises(ValueError, match="shape"):
         td_limit(k, torch.tensor([0, 1]), torch.tensor([1]), torch.zeros(2), gamma=0.5)
+    with pytest.raises(ValueError, match="gamma"):
+        td_limit(k, torch.tensor([0, 1]), torch.tensor([1, 2]), torch.zeros(2), gamma=1.0)
+    with pytest.raises(ValueError, match="successors indices must lie in"):
+        td_limit(k, torch.tensor([0, 1]), torch.tensor([1, 3]), torch.zeros(2), gamma=0.5)
 
 
 def test_closed_points_by_hand():
@@ -133,8 +137,10 @@ def test_closed_points_by_hand():
 def test_symmetric_gap_and_sampling_noise():
     # |1-3| + |2-2| = 2 over (1+2+3+2)/2 = 4 → 0.5
     assert symmetric_gap(np.array([1.0, 2.0]), np.array([3.0, 2.0])) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="same shape"):
+        symmetric_gap(np.array([1.0, 2.0]), np.array([[3.0], [2.0]]))  # would broadcast to a 2x2 sum
     cov = np.diag([1.0, 2.0, 0.5])
     rng = np.random.default_rng(0)
-    few = sampling_gap(cov, 4, 4, 200, rng).mean()
-    many = sampling_gap(cov, 400, 400, 200, rng).mean()
+    few = sampling_gap(cov, members=4, copies=4, repeats=200, rng=rng).mean()
+    many = sampling_gap(cov, members=400, copies=400, repeats=200, rng=rng).mean()
     assert many < 0.25 * few  # the gap of exact agreement shrinks like 1/sqrt(K)

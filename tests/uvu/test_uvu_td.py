@@ -32,6 +32,14 @@ def test_td_target_and_loss_by_hand():
     assert td_loss(v, y).item() == pytest.approx(2.75)
 
 
+def test_td_target_rejects_rewards_of_another_shape():
+    v_next = torch.zeros(4, 2)
+    with pytest.raises(ValueError, match="reward has shape"):
+        td_target(torch.zeros(3), v_next, gamma=0.9)  # 3 rewards for 4 transitions
+    with pytest.raises(ValueError, match="reward has shape"):
+        td_target(torch.zeros(1), v_next, gamma=0.9)  # would silently broadcast one reward to every row
+
+
 def test_uvu_loss_gradient_reaches_only_u_sa():
     u_sa = torch.tensor([0.3, -0.2], requires_grad=True)
     u_next = torch.tensor([0.1, 0.4], requires_grad=True)
@@ -165,8 +173,9 @@ def test_constructor_and_bonus_errors():
         UVU(net, UniversalMLP(5, 2, num_actions=3, hidden=(8,)), gamma=1.0)
     uvu = UVU(net, UniversalMLP(5, 2, num_actions=3, hidden=(8,)), gamma=0.9)
     batch = _batch(6, torch.Generator().manual_seed(0))
-    with pytest.raises(ValueError, match="scale"):
-        uvu.bonus(batch.states, batch.actions, batch.tasks, scale=-1.0)
+    for bad_scale in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="scale"):
+            uvu.bonus(batch.states, batch.actions, batch.tasks, scale=bad_scale)
     bonus = uvu.bonus(batch.states, batch.actions, batch.tasks, scale=2.0)
     torch.testing.assert_close(bonus, 2.0 * uvu.uncertainty(batch.states, batch.actions, batch.tasks).sqrt())
     assert not any(p.requires_grad for p in uvu.target.parameters())
@@ -189,6 +198,32 @@ def test_transitions_reject_bad_data():
         Transitions(**{**fields, "dones": torch.full((5,), 0.5)})
     with pytest.raises(ValueError, match="tasks"):
         Transitions(**{**fields, "tasks": good.tasks[:4]})
+    # continuous actions (N, D_a): a NaN in a' must not reach the networks
+    cont = {**fields, "actions": torch.zeros(5, 2), "next_actions": torch.zeros(5, 2)}
+    Transitions(**cont)
+    nan_next = torch.zeros(5, 2)
+    nan_next[1, 0] = float("nan")
+    with pytest.raises(ValueError, match="next_actions contain non-finite"):
+        Transitions(**{**cont, "next_actions": nan_next})
+    with pytest.raises(ValueError, match="empty"):
+        good.index(torch.zeros(0, dtype=torch.long)).sample(4, gen)
+
+
+def test_fit_stops_on_a_diverging_loss_and_checks_its_arguments():
+    """Plain gradient descent with a huge step overflows within a few steps: fit must raise, not record NaNs."""
+    torch.manual_seed(0)
+    uvu = UVU(
+        UniversalMLP(5, 2, num_actions=3, hidden=(16,)), UniversalMLP(5, 2, num_actions=3, hidden=(16,)), gamma=0.9
+    )
+    batch = _batch(32, torch.Generator().manual_seed(0))
+    with pytest.raises(FloatingPointError, match="lower lr"):
+        fit(uvu, batch, steps=200, lr=1e6, generator=torch.Generator(), optimizer="sgd")
+    with pytest.raises(ValueError, match="lr must be positive"):
+        fit(uvu, batch, steps=1, lr=float("nan"), generator=torch.Generator())
+    with pytest.raises(ValueError, match="steps must be positive"):
+        fit(uvu, batch, steps=0, lr=1e-3, generator=torch.Generator())
+    with pytest.raises(ValueError, match="optimizer"):
+        fit(uvu, batch, steps=1, lr=1e-3, generator=torch.Generator(), optimizer="rmsprop")
 
 
 def test_network_input_errors_name_the_argument():

@@ -62,9 +62,12 @@ class Transitions:
         if not torch.isfinite(self.rewards).all():
             bad = int((~torch.isfinite(self.rewards)).sum())
             raise ValueError(f"rewards contain {bad} non-finite value(s) (NaN or inf); clean the data set first")
-        for name in ("states", "next_states", "tasks"):
+        finite_fields = ["states", "next_states", "tasks"]
+        if self.actions.is_floating_point():  # continuous actions a and a'
+            finite_fields += ["actions", "next_actions"]
+        for name in finite_fields:
             if not torch.isfinite(getattr(self, name)).all():
-                raise ValueError(f"{name} contain non-finite values (NaN or inf)")
+                raise ValueError(f"{name} contain non-finite values (NaN or inf); clean the data set first")
         if not ((self.dones == 0) | (self.dones == 1)).all():
             raise ValueError("dones must hold only 0 and 1")
 
@@ -83,4 +86,6 @@ class Transitions:
         """A uniform minibatch of ``batch_size`` rows drawn with replacement."""
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if len(self) == 0:
+            raise ValueError("cannot sample a minibatch from an empty data set (N = 0)")
         return self.index(torch.randint(len(self), (batch_size,), generator=generator))

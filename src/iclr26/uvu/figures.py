@@ -93,7 +93,7 @@ def plot_compute(study: RejectionStudy, path: Path) -> Path:
         bx.annotate(method.name, (method.train_time_s, method.auc), fontsize=7)
     ax.set_xscale("log")
     ax.set_xlabel("parameters (incl. fixed targets)")
-    bx.set_xlabel("training wall time (s)")
+    bx.set_xlabel(f"training {study.time_basis} (s)")
     for axis in (ax, bx):
         axis.set_ylabel("rejection AUC")
     return savefig(fig, path)

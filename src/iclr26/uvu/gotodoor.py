@@ -4,9 +4,9 @@ Environment: ``minigrid.envs.GoToDoorEnv`` itself (minigrid 3.2; its own dynamic
 of random size with one door of a distinct colour on each wall; the mission "go to the <colour> door" succeeds when
 the agent performs ``done`` on a cell next to that door (reward ``1 - 0.9 t / T_max``); ``done`` elsewhere or
 ``toggle`` ends the episode with reward 0. A *task* is a minigrid seed: it fixes the layout, the start pose and the
-target colour. We use minigrid's dynamics directly (it steps at roughly 0.3 ms, fast enough for the few thousand
-transitions and a few hundred evaluation roll-outs used here) but replace its egocentric image observation with a
-fully observed symbolic state (below), so that small MLPs suffice on a CPU.
+target colour. We use minigrid's dynamics directly (fast enough for the few thousand transitions and the few hundred
+evaluation roll-outs used here) but replace its egocentric image observation with a fully observed symbolic state
+(below), so that small MLPs suffice on a CPU.
 
 Features: the state ``s`` is the agent's one-hot x, y and direction plus, for each wall (top, bottom, left, right),
 its door's one-hot x, y and colour; the task code ``z`` is the one-hot target colour.
@@ -174,6 +174,8 @@ class GoToDoorFamily:
         """
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1 or None (run to the end), got {max_steps}")
         self.reset(task.seed)
         rows: list[tuple[np.ndarray, int, float, np.ndarray, float]] = []
         while max_steps is None or len(rows) < max_steps:

@@ -154,6 +154,30 @@ class UniversalMLP(nn.Module):
         return out.reshape(b, n_a, self.num_heads)
 
 
+def check_independent(trained: nn.Module, target: nn.Module, *, names: tuple[str, str]) -> None:
+    """Check that a trained network and its fixed random target are two separately initialised modules.
+
+    UVU and RND both measure ``(f - g)²`` between a trained network ``f`` and a fixed random ``g``; if the two were
+    one module, or shared a parameter tensor, freezing ``g`` would freeze ``f`` and the error would be 0 by
+    construction.
+
+    Args:
+        trained: the network that is optimised (``u`` or RND's predictor).
+        target: the fixed random network ``g``.
+        names: the two arguments' names, used in the error message.
+
+    Raises:
+        ValueError: if ``trained is target`` or they share a parameter tensor.
+    """
+    if trained is target:
+        raise ValueError(f"{names[0]} and {names[1]} must be two independently initialised networks, got the same one")
+    shared = {id(p) for p in trained.parameters()} & {id(p) for p in target.parameters()}
+    if shared:
+        raise ValueError(
+            f"{names[0]} and {names[1]} share {len(shared)} parameter tensor(s); initialise them separately"
+        )
+
+
 def count_parameters(module: nn.Module, *, trainable_only: bool = False) -> int:
     """Number of scalar parameters of ``module`` (all, or only those with ``requires_grad``)."""
     return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)

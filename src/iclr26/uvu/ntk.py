@@ -119,10 +119,20 @@ def td_limit(kernels: Kernels, data: Tensor, successors: Tensor, rewards: Tensor
         :class:`TDLimit` (float64).
 
     Raises:
-        ValueError: for mismatched shapes, repeated data indices, or an operator ``A`` with an eigenvalue whose
-            real part is not positive (TD would not converge).
+        ValueError: for ``gamma`` outside ``[0, 1)``, mismatched shapes, indices outside ``[0, M)``, repeated data
+            indices, or an operator ``A`` with an eigenvalue whose real part is not positive (TD would not converge).
     """
+    if not 0.0 <= gamma < 1.0:
+        raise ValueError(f"gamma must be in [0, 1), got {gamma}")
     m, n = kernels.ntk.shape[0], data.shape[0]
+    if kernels.ntk.shape != (m, m) or kernels.nngp.shape != (m, m):
+        raise ValueError(
+            f"kernels.ntk and kernels.nngp must both be (M, M), got {tuple(kernels.ntk.shape)} and "
+            f"{tuple(kernels.nngp.shape)}"
+        )
+    for name, idx in (("data", data), ("successors", successors)):
+        if idx.numel() and (idx.min() < 0 or idx.max() >= m):
+            raise ValueError(f"{name} indices must lie in [0, M={m}), got [{int(idx.min())}, {int(idx.max())}]")
     if successors.shape != (n,) or rewards.shape != (n,):
         raise ValueError(
             f"data, successors and rewards must all have shape (N,), got {tuple(data.shape)}, "

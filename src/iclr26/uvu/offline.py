@@ -14,6 +14,8 @@ Glossary: ``B`` batch, ``A`` discrete actions, ``D_s`` state features, ``D_z`` t
 from __future__ import annotations
 
 import copy
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -29,7 +31,7 @@ class DiscreteQNetwork(nn.Module):
         state_dim: ``D_s``; task_dim: ``D_z``; num_actions: ``A``; hidden: hidden widths.
     """
 
-    def __init__(self, state_dim: int, task_dim: int, num_actions: int, hidden: tuple[int, ...]) -> None:
+    def __init__(self, state_dim: int, task_dim: int, num_actions: int, *, hidden: tuple[int, ...]) -> None:
         super().__init__()
         widths = (state_dim + task_dim, *hidden)
         layers: list[nn.Module] = []
@@ -82,7 +84,12 @@ def cql_loss(
 
 
 def train_cql_dqn(
-    q: DiscreteQNetwork, data: Transitions, config: CQLConfig, generator: torch.Generator, progress=None
+    q: DiscreteQNetwork,
+    data: Transitions,
+    config: CQLConfig,
+    generator: torch.Generator,
+    *,
+    progress: Callable[[Iterable[int]], Iterable[int]] | None = None,
 ) -> list[float]:
     """Train ``q`` in place on ``data``; returns the loss of every step.
 
@@ -92,17 +99,23 @@ def train_cql_dqn(
         config: hyperparameters.
         generator: minibatch sampling RNG.
         progress: optional wrapper of the step iterator (a progress bar).
+
+    Raises:
+        FloatingPointError: if the loss becomes NaN or infinite (the step is named; lower ``config.lr``).
     """
     q_target = copy.deepcopy(q).requires_grad_(False)
     opt = torch.optim.Adam(q.parameters(), lr=config.lr)
     steps = range(config.steps) if progress is None else progress(range(config.steps))
-    losses = []
+    losses: list[float] = []
     for step in steps:
         loss = cql_loss(q, q_target, data.sample(config.batch_size, generator), gamma=config.gamma, alpha=config.alpha)
+        value = loss.detach().item()
+        if not math.isfinite(value):
+            raise FloatingPointError(f"CQL loss is {value} at step {step} (lr={config.lr}); lower lr")
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(loss.detach().item())
+        losses.append(value)
         if (step + 1) % config.target_every == 0:
             q_target.load_state_dict(q.state_dict())
     return losses

@@ -54,8 +54,8 @@ def rejection_curve(uncertainty: np.ndarray, success: np.ndarray, fractions: np.
         :class:`RejectionCurve`.
 
     Raises:
-        ValueError: for mismatched lengths, an empty task set, non-finite uncertainties or fractions outside
-            ``[0, 1)``.
+        ValueError: for mismatched lengths, an empty task set, non-finite uncertainties, outcomes other than 0/1
+            or fractions outside ``[0, 1)``.
     """
     u = np.asarray(uncertainty, dtype=np.float64)
     s = np.asarray(success, dtype=np.float64)
@@ -63,12 +63,15 @@ def rejection_curve(uncertainty: np.ndarray, success: np.ndarray, fractions: np.
         raise ValueError(f"uncertainty and success must be non-empty (T,) arrays, got {u.shape} and {s.shape}")
     if not np.isfinite(u).all():
         raise ValueError("uncertainty contains non-finite values")
+    if not ((s == 0) | (s == 1)).all():
+        raise ValueError("success must hold only 0/1 (or False/True) outcomes")
     fr = np.asarray(fractions, dtype=np.float64)
     if ((fr < 0) | (fr >= 1)).any():
         raise ValueError("fractions must lie in [0, 1)")
     order = np.argsort(u, kind="stable")  # most certain first
     cum = np.cumsum(s[order])
-    kept = u.size - np.floor(fr * u.size).astype(int)  # ≥ 1 because ρ < 1
+    # floor(ρ T) rejected; the 1e-9 keeps e.g. 0.57 · 100 = 56.99999999999999 from losing a task to rounding
+    kept = u.size - np.floor(fr * u.size + 1e-9).astype(int)  # ≥ 1 because ρ < 1
     curve = cum[kept - 1] / kept
     return RejectionCurve(fractions=fr, success=curve, auc=float(curve.mean()))
 
@@ -80,10 +83,16 @@ def oracle_curve(success: np.ndarray, fractions: np.ndarray) -> RejectionCurve:
 
 
 def rank_correlation(uncertainty: np.ndarray, error: np.ndarray) -> float:
-    """Spearman rank correlation between an uncertainty and the true error (``nan`` if either is constant)."""
+    """Spearman rank correlation between an uncertainty and the true error (``nan`` if either is constant).
+
+    Raises:
+        ValueError: for arrays of different shapes or non-finite values.
+    """
     u, e = np.asarray(uncertainty, dtype=np.float64), np.asarray(error, dtype=np.float64)
     if u.shape != e.shape or u.ndim != 1:
         raise ValueError(f"uncertainty and error must be (T,) arrays of equal length, got {u.shape} and {e.shape}")
+    if not (np.isfinite(u).all() and np.isfinite(e).all()):
+        raise ValueError("uncertainty and error must be finite")
     if np.ptp(u) == 0 or np.ptp(e) == 0:
         return float("nan")
     return float(spearmanr(u, e).statistic)

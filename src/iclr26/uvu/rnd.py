@@ -11,6 +11,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from iclr26.uvu.data import Transitions
+from iclr26.uvu.networks import check_independent
 from iclr26.uvu.td import td_loss, uvu_uncertainty
 
 
@@ -22,13 +23,12 @@ class RND(nn.Module):
         target: fixed random network ``g(·; ψ₀)`` with outputs of the same shape (frozen in place).
 
     Raises:
-        ValueError: if ``predictor is target``.
+        ValueError: if ``predictor is target`` or they share parameters.
     """
 
     def __init__(self, predictor: nn.Module, target: nn.Module) -> None:
         super().__init__()
-        if predictor is target:
-            raise ValueError("predictor and target must be two independently initialised networks")
+        check_independent(predictor, target, names=("predictor", "target"))
         self.predictor = predictor
         self.target = target.requires_grad_(False)
 

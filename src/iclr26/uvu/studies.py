@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 def symmetric_gap(a: np.ndarray, b: np.ndarray) -> float:
     """``Σ|a - b| / (½ Σ (a + b))``: the relative L1 distance between two non-negative profiles."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"symmetric_gap needs two profiles of the same shape, got {a.shape} and {b.shape}")
     denom = 0.5 * float((a + b).sum())
     if denom <= 0:
         raise ValueError("symmetric_gap needs profiles with a positive total")
@@ -59,7 +61,7 @@ def symmetric_gap(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def sampling_gap(
-    covariance: np.ndarray, members: int, copies: int, repeats: int, rng: np.random.Generator
+    covariance: np.ndarray, *, members: int, copies: int, repeats: int, rng: np.random.Generator
 ) -> np.ndarray:
     """Gaps :func:`symmetric_gap` that exact infinite-width agreement still shows with finitely many samples.
 
@@ -161,7 +163,13 @@ def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
     ctx.log(f"ntk: {m} points, {n} in data, A spectrum [{lam_min:.3g}, {lam_max:.3g}], {steps} GD steps")
 
     rng = numpy_rng(derive_seed(config.seed, "noise"))
-    noise = sampling_gap(theory.covariance.numpy(), config.ntk_copies, config.ntk_copies, config.ntk_noise_repeats, rng)
+    noise = sampling_gap(
+        theory.covariance.numpy(),
+        members=config.ntk_copies,
+        copies=config.ntk_copies,
+        repeats=config.ntk_noise_repeats,
+        rng=rng,
+    )
     gen = torch_generator(derive_seed(config.seed, "ntk-batches"))
     out: dict[str, list] = {k: [] for k in ("gap", "gu", "ge", "ratio", "rho", "res")}
     theory_var = theory.ensemble_variance.numpy()
@@ -240,7 +248,8 @@ class MethodScore:
         spearman: rank correlation of ``uncertainty`` with the true value error ``|Q̂ - Q^π|``.
         trained_params: parameters updated by training.
         total_params: all parameters, fixed random targets included.
-        train_time_s: wall time of its training loop.
+        train_time_s: time of its training loop on the study's ``time_basis`` (CPU time on a CPU device).
+        train_wall_time_s: wall time of its training loop.
     """
 
     name: str
@@ -251,6 +260,7 @@ class MethodScore:
     trained_params: int
     total_params: int
     train_time_s: float
+    train_wall_time_s: float
 
 
 @dataclass(frozen=True)
@@ -266,7 +276,9 @@ class RejectionStudy:
         success: ``(T,)`` success of the shared policy; value_error: ``(T,)`` ``|Q̂(s_0, a_0, z) - Q^π|``.
         transitions: size of the offline data set.
         auc_difference_ci: 5 % and 95 % bootstrap quantiles of ``AUC(UVU) - AUC(largest ensemble)``.
-        dqn_time_s: training time of the shared Q-function.
+        dqn_time_s: training wall time of the shared Q-function.
+        time_basis: what ``MethodScore.train_time_s`` measures: ``"process CPU time"`` on a CPU device (robust to
+            other jobs on a shared machine), ``"wall time"`` on CUDA (CPU time does not see GPU work).
     """
 
     fractions: np.ndarray
@@ -281,6 +293,7 @@ class RejectionStudy:
     transitions: int
     auc_difference_ci: tuple[float, float]
     dqn_time_s: float
+    time_basis: str
 
 
 def held_out(task: Task) -> bool:
@@ -306,6 +319,7 @@ def _episodes_to_transitions(episodes: list, task_dim: int, device: torch.device
 def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
     """Part 2: multi-task offline GoToDoor with task rejection (see the module docstring)."""
     device = torch.device(config.device)
+    on_cpu = device.type == "cpu"
     family = GoToDoorFamily(config.grid_size)
     base = derive_seed(config.seed, "gotodoor-tasks") % 1_000_000_000
     seen: list[Task] = []
@@ -331,7 +345,7 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
     ctx.log(f"gotodoor: {len(data)} transitions from {len(train)} full + {len(truncated)} truncated tasks")
 
     torch.manual_seed(derive_seed(config.seed, "dqn-init"))
-    q = DiscreteQNetwork(family.state_dim, family.task_dim, NUM_ACTIONS, config.dqn_hidden).to(device)
+    q = DiscreteQNetwork(family.state_dim, family.task_dim, NUM_ACTIONS, hidden=config.dqn_hidden).to(device)
     cql = CQLConfig(
         steps=config.dqn_steps,
         batch_size=config.batch_size,
@@ -414,12 +428,13 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
                 spearman=rank_correlation(unc, value_error),
                 trained_params=trained,
                 total_params=total,
-                train_time_s=result.wall_time_s,
+                train_time_s=result.cpu_time_s if on_cpu else result.wall_time_s,
+                train_wall_time_s=result.wall_time_s,
             )
         )
         ctx.log(
             f"{name}: AUC {curve.auc:.3f}, spearman {methods[-1].spearman:.3f}, "
-            f"{result.wall_time_s:.1f} s, {total} params"
+            f"{result.wall_time_s:.1f} s wall, {result.cpu_time_s:.1f} s CPU, {total} params"
         )
     largest = next(mm for mm in methods if mm.name == f"ensemble-{max(config.ensemble_sizes)}")
     diffs = paired_bootstrap_auc_difference(
@@ -444,4 +459,5 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
         transitions=len(data),
         auc_difference_ci=(float(np.quantile(diffs, 0.05)), float(np.quantile(diffs, 0.95))),
         dqn_time_s=dqn_time,
+        time_basis="process CPU time" if on_cpu else "wall time",
     )

@@ -84,9 +84,17 @@ def td_target(reward: Tensor, v_next: Tensor, *, gamma: float, done: Tensor | No
 
     Returns:
         The target, shape of ``v_next``, without gradient.
+
+    Raises:
+        ValueError: if ``gamma`` is outside ``[0, 1]`` or ``reward`` is neither ``(B,)`` nor ``v_next``'s shape.
     """
     if not 0.0 <= gamma <= 1.0:
         raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+    if reward.shape not in (v_next.shape, v_next.shape[:1]):
+        raise ValueError(
+            f"reward has shape {tuple(reward.shape)} but v_next has shape {tuple(v_next.shape)}; give one reward "
+            "per transition (B,) or one per head (B, H)"
+        )
     if reward.dim() < v_next.dim():
         reward = reward.reshape(reward.shape + (1,) * (v_next.dim() - reward.dim()))
     # TD target y = r + γ [v(s', a')]_sg ; [·]_sg = stop-gradient

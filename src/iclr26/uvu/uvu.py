@@ -24,6 +24,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from iclr26.uvu.data import Transitions
+from iclr26.uvu.networks import check_independent
 from iclr26.uvu.td import synthetic_reward, uvu_td_loss, uvu_uncertainty
 
 
@@ -58,11 +59,7 @@ class UVU(nn.Module):
 
     def __init__(self, online: nn.Module, target: nn.Module, *, gamma: float) -> None:
         super().__init__()
-        if online is target:
-            raise ValueError("online and target must be two independently initialised networks, got the same one")
-        shared = {id(p) for p in online.parameters()} & {id(p) for p in target.parameters()}
-        if shared:
-            raise ValueError(f"online and target share {len(shared)} parameter tensor(s); initialise them separately")
+        check_independent(online, target, names=("online", "target"))
         if not 0.0 <= gamma < 1.0:
             raise ValueError(f"gamma must be in [0, 1), got {gamma}")
         self.online = online
@@ -108,8 +105,8 @@ class UVU(nn.Module):
         """``λ sqrt(ε²(s, a, z))``: add to ``Q`` to explore optimistically, subtract for pessimism. ``(B,)``.
 
         Raises:
-            ValueError: for a negative ``scale``.
+            ValueError: for a negative or NaN ``scale``.
         """
-        if scale < 0:
+        if not scale >= 0:
             raise ValueError(f"scale must be non-negative (subtract the bonus for pessimism), got {scale}")
         return scale * self.uncertainty(states, actions, tasks).sqrt()
