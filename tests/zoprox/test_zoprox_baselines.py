@@ -99,9 +99,10 @@ def test_in_and_out_keeps_the_uniform_distribution_on_a_box():
     torch.testing.assert_close(out.samples.var(0), torch.full((2,), 1 / 3, dtype=F64), rtol=0.1, atol=0)
 
 
-def test_in_and_out_rejects_a_wrong_lower_bound():
+@pytest.mark.parametrize("f_lower", [1.0, float("inf"), float("nan")])
+def test_in_and_out_rejects_a_wrong_lower_bound(f_lower):
     with pytest.raises(ValueError, match="f_lower"):
-        in_and_out(f_gauss, exact(10, 10), 1, 0.5, f_lower=1.0, generator=gen(11))
+        in_and_out(f_gauss, exact(10, 10), 1, 0.5, f_lower=f_lower, generator=gen(11))
 
 
 def test_liang_chen_acceptance_is_one_for_a_linear_potential():
@@ -134,6 +135,8 @@ def test_rejection_samplers_stop_at_the_query_budget():
     [
         ({"step_size": 0.5}, "step_size"),
         ({"weak_convexity": -1.0}, "weak_convexity"),
+        ({"weak_convexity": float("nan")}, "weak_convexity"),
+        ({"step_size": float("inf"), "weak_convexity": 0.0}, "step_size"),
         ({"inner_steps": -1}, "inner_steps"),
     ],
 )

@@ -10,10 +10,13 @@ import torch
 from scipy.stats import multivariate_normal
 
 from iclr26.zoprox.estimator import (
+    draw_own_posterior,
     draw_posterior,
     log_inverse_weights,
     mc_score,
     posterior_logits,
+    posterior_mean,
+    posterior_variance,
     sigma2_schedule,
 )
 
@@ -53,15 +56,49 @@ def test_posterior_logits_are_the_bayes_weights_of_the_mixture():
         torch.testing.assert_close(got[a], dens / dens.sum(), rtol=1e-10, atol=1e-12)
 
 
-def test_posterior_draws_have_the_mixture_moments():
-    # One component, y = 1, h = 1, s2 = 1 (d = 1): var_bar = (1 + 1)^-1 = 0.5, mean = 0.5 (1/1 + z/1) = 0.5 (1 + z).
+def test_posterior_moments_hand_computed():
+    # Eq. (13) with h = 0.5, s2 = 2 (h != s2, so swapping them is caught): var_bar = (1/0.5 + 1/2)^-1 = 0.4;
+    # for y = 1, z = 3: m = 0.4 (1/0.5 + 3/2) = 0.4 * 3.5 = 1.4.
+    assert posterior_variance(0.5, 2.0) == pytest.approx(0.4, rel=1e-15)
+    m = posterior_mean(torch.tensor([[3.0]], dtype=F64), torch.tensor([[1.0]], dtype=F64), 0.5, 2.0)
+    torch.testing.assert_close(m, torch.tensor([[1.4]], dtype=F64), rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("own", [False, True], ids=["mixture-of-one", "own-component"])
+def test_one_component_posterior_draws_have_the_hand_computed_moments(own):
+    # One component y = 1, z = 3, h = 0.5, s2 = 2: N(1.4, 0.4) as derived above, from both draw functions.
     z = torch.tensor([[3.0]], dtype=F64)
     y = torch.tensor([[1.0]], dtype=F64)
-    x0 = draw_posterior(z, y, torch.zeros(1, dtype=F64), 1.0, 1.0, 200_000, gen(4))
+    if own:
+        x0 = draw_own_posterior(z, y, 0.5, 2.0, 200_000, gen(4))
+    else:
+        x0 = draw_posterior(z, y, torch.zeros(1, dtype=F64), 0.5, 2.0, 200_000, gen(4))
     assert x0.shape == (1, 200_000, 1)
-    # standard errors: sqrt(0.5 / 2e5) = 1.6e-3 for the mean; 0.5 * sqrt(2 / 2e5) = 1.6e-3 for the variance
-    assert abs(x0.mean().item() - 2.0) < 8e-3
-    assert abs(x0.var().item() - 0.5) < 8e-3
+    # standard errors: sqrt(0.4 / 2e5) = 1.4e-3 for the mean; 0.4 * sqrt(2 / 2e5) = 1.3e-3 for the variance
+    assert abs(x0.mean().item() - 1.4) < 7e-3
+    assert abs(x0.var().item() - 0.4) < 7e-3
+
+
+def test_mixture_posterior_draws_pick_components_by_their_bayes_weights():
+    # d = 1, z = 0, centres y = (-1, 2), log w = (0, log 2), h = s2 = 1: pi_j ∝ w_j N(0; y_j, 2), so
+    # logits (-1/4, log 2 - 4/4) and pi = softmax(logits) = (0.5143, 0.4857); component means m_j = (y_j + 0) / 2 =
+    # (-0.5, 1), variance var_bar = 1/2. The draws have mean sum_j pi_j m_j and variance 1/2 + Var_pi(m).
+    z = torch.zeros(1, 1, dtype=F64)
+    y = torch.tensor([[-1.0], [2.0]], dtype=F64)
+    log_w = torch.tensor([0.0, math.log(2.0)], dtype=F64)
+    pi = torch.softmax(torch.tensor([-0.25, math.log(2.0) - 1.0], dtype=F64), dim=0)
+    m = torch.tensor([-0.5, 1.0], dtype=F64)
+    mean = float((pi * m).sum())
+    var = 0.5 + float((pi * (m - mean) ** 2).sum())
+    x0 = draw_posterior(z, y, log_w, 1.0, 1.0, 200_000, gen(40)).flatten()
+    # standard errors with var ~ 1.06: 2.3e-3 for the mean and ~3.5e-3 for the variance
+    assert abs(x0.mean().item() - mean) < 1e-2
+    assert abs(x0.var().item() - var) < 1.5e-2
+    # the two components are 1.5 apart and the draws lie on either side of their midpoint 0.25 in about the mixing
+    # proportions only if the weights are right: P(x0 > 0.25) = sum_j pi_j P(N(m_j, 1/2) > 0.25)
+    norm = torch.distributions.Normal(m, math.sqrt(0.5))
+    p_right = float((pi * (1 - norm.cdf(torch.tensor(0.25, dtype=F64)))).sum())
+    assert abs((x0 > 0.25).double().mean().item() - p_right) < 5e-3
 
 
 def test_mc_score_hand_computed():

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from iclr26.zoprox.estimator import sigma2_schedule
 from iclr26.zoprox.oracle import PotentialOracle
-from iclr26.zoprox.sampler import sample
+from iclr26.zoprox.sampler import backward_step, sample
 
 F64 = torch.float64
 
@@ -32,6 +33,43 @@ def test_gaussian_target_keeps_its_moments_over_many_iterations():
     pooled = out.snapshots[6:].reshape(-1, 2)
     torch.testing.assert_close(pooled.mean(0), mu, rtol=0, atol=0.12)
     torch.testing.assert_close(pooled.var(0), torch.full((2,), 0.5, dtype=F64), rtol=0.15, atol=0)
+
+
+@pytest.mark.parametrize("interacting", [True, False], ids=["interacting", "N=1 ablation"])
+def test_backward_step_matches_its_closed_form_for_a_flat_potential(interacting):
+    # f = 0 and every forward sample at the same y*: every posterior component of Eq. (13) is the same Gaussian, so
+    # the interacting step and the N = 1 ablation have the same law, and the whole step is linear-Gaussian.
+    # Per coordinate, with c_l = 1/M (f = 0) and x0_l = m(z) + sbar_t zeta_l, m(z) - z = s_t^2 (y* - z) / (h + s_t^2):
+    #   score_t = (y* - z) / (h + s_t^2) + (sbar_t / s_t^2) zeta_bar,   zeta_bar ~ N(0, 1/M)
+    #   z <- a_t z + (1 - a_t) y* + D_t (sbar_t / s_t^2) zeta_bar + sqrt(D_t) eps,   a_t = 1 - D_t / (h + s_t^2)
+    # with D_t = s_t^2 - s_{t-1}^2. From z_T = c + sqrt(h) xi' (fresh noise around the particle c):
+    #   E z_0 = A c + (1 - A) y*,  Var z_0 = A^2 h + W,  A = prod_t a_t,
+    #   W <- a_t^2 W + D_t + D_t^2 sbar_t^2 / (s_t^4 M)   (t = T, ..., 1, from W = 0).
+    # With h = 1, T = 2, s^2 = (0.05, 0.525, 1), M = 2: A = 0.7625 * 0.6885 = 0.525, E z_0 = -0.2125 for c = 0.5,
+    # y* = -1, and Var z_0 = 1.143 (the Monte Carlo noise of the score contributes 0.168 of it).
+    h, n_mc, n, d = 1.0, 2, 400, 50  # the coordinates are independent: 20000 draws of z_0 per check
+    c, y_star = 0.5, -1.0
+    schedule = sigma2_schedule(h, 2, 0.05)
+    a_prod, w = 1.0, 0.0
+    for t in (2, 1):
+        s2, dt = float(schedule[t]), float(schedule[t] - schedule[t - 1])
+        a = 1 - dt / (h + s2)
+        a_prod, w = a * a_prod, a * a * w + dt + dt**2 * (1 / (1 / h + 1 / s2)) / (s2**2 * n_mc)
+    mean, var = a_prod * c + (1 - a_prod) * y_star, a_prod**2 * h + w
+    assert mean == pytest.approx(-0.2125, abs=1e-12) and var == pytest.approx(1.143, abs=1e-3)
+    oracle = PotentialOracle(lambda x: torch.zeros(x.shape[0], dtype=x.dtype))
+    x = torch.full((n, d), c, dtype=F64)
+    y = torch.full((n, d), y_star, dtype=F64)
+    out = backward_step(
+        oracle, x, y, step_size=h, schedule=schedule, n_mc=n_mc, interacting=interacting, generator=gen(30)
+    )
+    # standard errors over 20000 draws: sqrt(1.143 / 2e4) = 0.0076 for the mean, 1.143 sqrt(2 / 2e4) = 0.011 for the
+    # variance; tolerances are 4 standard errors (a 10% error in the Euler-Maruyama noise moves Var by 0.1)
+    assert abs(out.x.mean().item() - mean) < 0.03
+    assert abs(out.x.var().item() - var) < 0.045
+    # flat potential: the self-normalised weights are uniform, ESS = M exactly at each of the T sub-steps
+    torch.testing.assert_close(out.ess, torch.full((2, n), float(n_mc), dtype=F64))
+    assert oracle.n_evals == 2 * n * n_mc and oracle.n_rounds == 2
 
 
 def test_converges_from_a_far_start():
@@ -135,7 +173,10 @@ def test_float64_by_default_and_progress_is_streamed():
         ({"step_size": -1.0}, "step_size"),
         ({"n_mc": 0}, "n_mc"),
         ({"n_iters": -1}, "n_iters"),
+        ({"step_size": float("inf")}, "step_size"),
         ({"n_diffusion_steps": 0}, "n_diffusion_steps"),
+        ({"n_diffusion_steps": 2.5}, "n_diffusion_steps"),
+        ({"record_every": 0}, "record_every"),
         ({"sigma2_min": 0.5}, "sigma2_min"),
         ({"x0": torch.zeros(3)}, "x0"),
         ({"x0": torch.tensor([[float("nan")]])}, "x0"),

@@ -10,6 +10,7 @@ import torch
 
 from iclr26.zoprox.metrics import gaussian_w2, knn_kl, mmd_rbf, mode_fractions, wasserstein2
 from iclr26.zoprox.oracle import PotentialOracle
+from iclr26.zoprox.sampler import sample
 from iclr26.zoprox.targets import (
     DoubleWell,
     GaussianLassoMixture,
@@ -72,6 +73,13 @@ def test_oracle_rejects_bad_gradients():
         oracle.value_and_grad(torch.zeros(2, 3))
 
 
+def test_recorder_grid_is_aligned_on_the_last_iteration():
+    # 5 iterations, every 2nd counted back from the last: 5, 3, 1, plus the initial state
+    out = sample(lambda x: x.square().sum(-1), torch.zeros(2, 1), 5, 0.5, 2, record_every=2, generator=gen(40))
+    assert out.snapshot_iters.tolist() == [0, 1, 3, 5]
+    assert out.snapshot_evals.tolist() == [0, 1 * 40, 3 * 40, 5 * 40]  # T * N * M = 10 * 2 * 2 = 40 per iteration
+
+
 # ---------------------------------------------------------------- metrics
 
 
@@ -81,6 +89,21 @@ def test_knn_kl_recovers_the_gaussian_kl():
     q = torch.randn(4000, 1, dtype=F64, generator=gen(3))
     assert abs(knn_kl(p, q) - 0.5) < 0.08
     assert abs(knn_kl(torch.randn(4000, 1, dtype=F64, generator=gen(4)), q)) < 0.08
+
+
+def test_knn_kl_works_for_every_neighbour_rank_and_validates_k():
+    # k = 1 once crashed (a plain cKDTree query with k=1 returns a 1-D array); KL(N(1, 1) || N(0, 1)) = 1/2 for all k
+    p = 1.0 + torch.randn(4000, 1, dtype=F64, generator=gen(30))
+    q = torch.randn(4000, 1, dtype=F64, generator=gen(31))
+    for k in (1, 2, 4):
+        assert abs(knn_kl(p, q, k=k) - 0.5) < 0.1, k
+    # hand-computed, d = 1, k = 1: samples {0, 1, 3}, reference {0.5, 4}: rho = (1, 1, 2) (nearest other sample),
+    # nu = (0.5, 0.5, 1) (nearest reference point); D = (1/3) sum log(nu / rho) + log(2 / 2) = (1/3) log(1/8)
+    x = torch.tensor([[0.0], [1.0], [3.0]], dtype=F64)
+    r = torch.tensor([[0.5], [4.0]], dtype=F64)
+    assert knn_kl(x, r, k=1) == pytest.approx(math.log(1 / 8) / 3, rel=1e-12)
+    with pytest.raises(ValueError, match="k: "):
+        knn_kl(p, q, k=0)
 
 
 def test_wasserstein2_is_exact_on_a_one_dimensional_example():

@@ -30,14 +30,13 @@ previous state so that every sampler returns N particles.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import torch
 
-from iclr26.zoprox.oracle import PotentialOracle, as_oracle
-from iclr26.zoprox.trace import Recorder, SampleResult, check_count, check_positive, initial_particles
+from iclr26.zoprox.oracle import PotentialOracle
+from iclr26.zoprox.trace import Progress, SampleResult, check_count, check_positive, iterations, start_run
 
-Progress = Callable[[Iterable[int]], Iterable[int]]
 LogAccept = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
@@ -47,11 +46,6 @@ def _randn(like: torch.Tensor, generator: torch.Generator | None) -> torch.Tenso
 
 def _log_uniform(n: int, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     return torch.rand(n, dtype=like.dtype, device=like.device, generator=generator).log()
-
-
-def _steps(n_iters: int, progress: Progress | None) -> Iterable[int]:
-    steps = range(1, n_iters + 1)
-    return progress(steps) if progress is not None else steps
 
 
 def _rejection(
@@ -122,7 +116,7 @@ def in_and_out(
         max_queries: stop after the iteration in which the queries (potential + gradient evaluations) reach this.
         generator: torch random generator.
         dtype: computation dtype (default float64).
-        record_every: snapshot every this many iterations.
+        record_every: snapshot every this many iterations, counted back from the last one.
         progress: optional iteration wrapper (tqdm).
 
     Returns:
@@ -131,11 +125,11 @@ def in_and_out(
     Raises:
         ValueError: for bad arguments, or if f < f_lower at a proposal (``f_lower`` is not a lower bound).
     """
-    oracle = as_oracle(potential)
-    x = initial_particles(x0, dtype)
-    check_count("n_iters", n_iters, 0)
+    oracle, x, rec = start_run(potential, x0, n_iters=n_iters, dtype=dtype, record_every=record_every)
     check_positive("step_size", step_size)
     check_count("max_trials", max_trials)
+    if not math.isfinite(f_lower):
+        raise ValueError(f"f_lower: must be a finite lower bound of the potential, got {f_lower}")
     sd = math.sqrt(step_size)
 
     def log_accept(idx: torch.Tensor, prop: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
@@ -143,10 +137,9 @@ def in_and_out(
             raise ValueError(f"f_lower: {f_lower} is not a lower bound of the potential (found f = {f.min().item()})")
         return -(f - f_lower)
 
-    rec = Recorder(oracle, record_every=record_every, n_iters=n_iters)
     rec.record(0, x)
     k = 0
-    for k in _steps(n_iters, progress):
+    for k in iterations(n_iters, progress):
         y = x + sd * _randn(x, generator)
         new, ok, trials = _rejection(oracle, y, sd, log_accept, max_trials=max_trials, generator=generator)
         x = torch.where(ok[:, None], new, x)
@@ -192,7 +185,7 @@ def proximal_rgo(
         max_queries: stop after the iteration in which the queries (potential + gradient evaluations) reach this.
         generator: torch random generator.
         dtype: computation dtype (default float64).
-        record_every: snapshot every this many iterations.
+        record_every: snapshot every this many iterations, counted back from the last one.
         progress: optional iteration wrapper (tqdm).
 
     Returns:
@@ -201,23 +194,20 @@ def proximal_rgo(
     Raises:
         ValueError: naming the argument for η ≤ 0, M < 0, η·M ≥ 1 or bad counts.
     """
-    oracle = as_oracle(potential)
-    x = initial_particles(x0, dtype)
-    check_count("n_iters", n_iters, 0)
+    oracle, x, rec = start_run(potential, x0, n_iters=n_iters, dtype=dtype, record_every=record_every)
     check_positive("step_size", step_size)
     check_count("inner_steps", inner_steps, 0)
     check_count("max_trials", max_trials)
     eta, m = step_size, weak_convexity
-    if m < 0:
-        raise ValueError(f"weak_convexity: must be >= 0, got {m}")
+    if not (m >= 0 and math.isfinite(m)):
+        raise ValueError(f"weak_convexity: must be a finite number >= 0, got {m}")
     if eta * m >= 1:
         raise ValueError(f"step_size: Liang & Chen's RGO needs step_size * weak_convexity < 1, got {eta * m:.3g}")
     std = math.sqrt(eta / (1 - eta * m))
-    rec = Recorder(oracle, record_every=record_every, n_iters=n_iters)
     rec.record(0, x)
     w = None
     k = 0
-    for k in _steps(n_iters, progress):
+    for k in iterations(n_iters, progress):
         y = x + math.sqrt(eta) * _randn(x, generator)
         # step 1: proximal point of f + ‖· − y‖²/(2η), warm-started at the previous w
         w = y.clone() if w is None else w
@@ -267,20 +257,17 @@ def random_walk_metropolis(
         proposal_std: s > 0.
         generator: torch random generator.
         dtype: computation dtype (default float64).
-        record_every: snapshot every this many steps.
+        record_every: snapshot every this many steps, counted back from the last one.
         progress: optional iteration wrapper (tqdm).
 
     Returns:
         :class:`SampleResult` with the diagnostic ``acceptance`` (fraction of chains accepting per step).
     """
-    oracle = as_oracle(potential)
-    x = initial_particles(x0, dtype)
-    check_count("n_iters", n_iters, 0)
+    oracle, x, rec = start_run(potential, x0, n_iters=n_iters, dtype=dtype, record_every=record_every)
     check_positive("proposal_std", proposal_std)
-    rec = Recorder(oracle, record_every=record_every, n_iters=n_iters)
     f = oracle(x)
     rec.record(0, x)
-    for k in _steps(n_iters, progress):
+    for k in iterations(n_iters, progress):
         prop = x + proposal_std * _randn(x, generator)
         f_prop = oracle(prop)
         # Metropolis: log α = f(x) − f(x')
@@ -312,19 +299,16 @@ def ula(
         step_size: η > 0.
         generator: torch random generator.
         dtype: computation dtype (default float64).
-        record_every: snapshot every this many steps.
+        record_every: snapshot every this many steps, counted back from the last one.
         progress: optional iteration wrapper (tqdm).
 
     Returns:
         :class:`SampleResult` (no diagnostics).
     """
-    oracle = as_oracle(potential)
-    x = initial_particles(x0, dtype)
-    check_count("n_iters", n_iters, 0)
+    oracle, x, rec = start_run(potential, x0, n_iters=n_iters, dtype=dtype, record_every=record_every)
     check_positive("step_size", step_size)
-    rec = Recorder(oracle, record_every=record_every, n_iters=n_iters)
     rec.record(0, x)
-    for k in _steps(n_iters, progress):
+    for k in iterations(n_iters, progress):
         x = x - step_size * oracle.grad(x) + math.sqrt(2 * step_size) * _randn(x, generator)
         rec.record(k, x)
     return rec.result(x, n_iters)
@@ -353,20 +337,17 @@ def mala(
         step_size: η > 0.
         generator: torch random generator.
         dtype: computation dtype (default float64).
-        record_every: snapshot every this many steps.
+        record_every: snapshot every this many steps, counted back from the last one.
         progress: optional iteration wrapper (tqdm).
 
     Returns:
         :class:`SampleResult` with the diagnostic ``acceptance``.
     """
-    oracle = as_oracle(potential)
-    x = initial_particles(x0, dtype)
-    check_count("n_iters", n_iters, 0)
+    oracle, x, rec = start_run(potential, x0, n_iters=n_iters, dtype=dtype, record_every=record_every)
     check_positive("step_size", step_size)
-    rec = Recorder(oracle, record_every=record_every, n_iters=n_iters)
     f, g = oracle.value_and_grad(x)
     rec.record(0, x)
-    for k in _steps(n_iters, progress):
+    for k in iterations(n_iters, progress):
         prop = x - step_size * g + math.sqrt(2 * step_size) * _randn(x, generator)
         f_prop, g_prop = oracle.value_and_grad(prop)
         # log q(x | x') − log q(x' | x) for the Langevin proposal q(b | a) = N(b; a − η∇f(a), 2η I)

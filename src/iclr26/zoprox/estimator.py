@@ -129,6 +129,26 @@ def posterior_logits(
     return log_w[None, :] - squared_distances(z, y) / (2 * (step_size + sigma2))
 
 
+def posterior_variance(step_size: float, sigma2: float) -> float:
+    """σ̄² = (1/h + 1/σ_t²)⁻¹, the variance of every component of the posterior g_N(x₀ | z), Eq. (13)."""
+    return 1.0 / (1.0 / step_size + 1.0 / sigma2)
+
+
+def posterior_mean(z: torch.Tensor, y: torch.Tensor, step_size: float, sigma2: float) -> torch.Tensor:
+    """m(z) = σ̄² (y / h + z / σ_t²), the mean of the posterior component centred at y, Eq. (13).
+
+    Args:
+        z: backward states, ``(..., d)``.
+        y: component centres, broadcastable against ``z``.
+        step_size: h.
+        sigma2: σ_t² > 0.
+
+    Returns:
+        The broadcast shape of ``z`` and ``y``.
+    """
+    return posterior_variance(step_size, sigma2) * (y / step_size + z / sigma2)
+
+
 def draw_posterior(
     z: torch.Tensor,
     y: torch.Tensor,
@@ -152,14 +172,44 @@ def draw_posterior(
     Returns:
         ``(N, M, d)`` posterior samples.
     """
-    # Eq. (13): σ̄² = (1/h + 1/σ_t²)⁻¹
-    var_bar = 1.0 / (1.0 / step_size + 1.0 / sigma2)
     probs = torch.softmax(posterior_logits(z, y, log_w, step_size, sigma2), dim=1)  # (N, J)
     idx = torch.multinomial(probs, n_mc, replacement=True, generator=generator)  # (N, M)
-    # Eq. (13): m_j(z) = σ̄² (y_j / h + z / σ_t²)
-    means = var_bar * (y[idx] / step_size + z[:, None, :] / sigma2)  # (N, M, d)
-    noise = torch.randn(means.shape, dtype=z.dtype, device=z.device, generator=generator)
-    return means + math.sqrt(var_bar) * noise
+    # Eq. (13): x₀ ~ N(m_j(z), σ̄² I) for the drawn component j
+    means = posterior_mean(z[:, None, :], y[idx], step_size, sigma2)  # (N, M, d)
+    return _add_posterior_noise(means, step_size, sigma2, generator)
+
+
+def draw_own_posterior(
+    z: torch.Tensor,
+    y: torch.Tensor,
+    step_size: float,
+    sigma2: float,
+    n_mc: int,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """M samples x₀ ~ N(m_i(z_i), σ̄² I) per particle from its own component y_i only: Eq. (13) for the paper's
+    "N = 1" ablation, where each particle's surrogate is the one-component mixture N(y_i, h I) (no weights).
+
+    Args:
+        z: ``(N, d)`` backward states.
+        y: ``(N, d)`` each particle's own forward sample y_i.
+        step_size: h.
+        sigma2: σ_t² > 0.
+        n_mc: M ≥ 1 samples per particle.
+        generator: torch random generator (``None``: torch's global one).
+
+    Returns:
+        ``(N, M, d)`` posterior samples.
+    """
+    means = posterior_mean(z, y, step_size, sigma2)[:, None, :].expand(-1, n_mc, -1)  # (N, M, d)
+    return _add_posterior_noise(means, step_size, sigma2, generator)
+
+
+def _add_posterior_noise(
+    means: torch.Tensor, step_size: float, sigma2: float, generator: torch.Generator | None
+) -> torch.Tensor:
+    noise = torch.randn(means.shape, dtype=means.dtype, device=means.device, generator=generator)
+    return means + math.sqrt(posterior_variance(step_size, sigma2)) * noise
 
 
 def mc_score(z: torch.Tensor, x0: torch.Tensor, f0: torch.Tensor, sigma2: float) -> ScoreEstimate:

@@ -84,9 +84,9 @@ class ZOProxConfig(ExperimentConfig):
         "long RGO run; exact sampling is available here)",
     )
     min_iteration_ratio: float = _f(
-        3.0,
-        "claim (a) holds if RGO needs at least this many times more proximal steps "
-        "(paper: ~9.5x in thinned iterations; tolerance chosen well below)",
+        10.0,
+        "claim (a) holds if RGO needs at least this many times more proximal steps (source: the paper's '~10x "
+        "fewer iterations', ~100 vs ~950 thinned RGO iterations, i.e. ~95x in RGO steps; 10 is the lenient reading)",
     )
     # §5.2 two tori
     tori_particles: int = _f(400, "particles (source: paper uses 1000; reduced for CPU)")
@@ -307,7 +307,7 @@ def _budget_specs(config: ZOProxConfig, ctx: RunContext) -> dict[str, BudgetTarg
         # keep enough post-burn-in snapshots of 100 chains for a reference and a disjoint exact-sample set
         burn_in = config.logreg_ref_steps // 2
         n_keep = math.ceil(2 * config.pool_points * n / 100) + 1
-        ref, _ = mala_reference(
+        mala_ref = mala_reference(
             tgt,
             n_chains=100,
             n_steps=config.logreg_ref_steps,
@@ -316,6 +316,8 @@ def _budget_specs(config: ZOProxConfig, ctx: RunContext) -> dict[str, BudgetTarg
             seed=config.seed,
             progress=ctx.progress,
         )
+        ctx.log(f"logistic reference: {mala_ref.samples.shape[0]} MALA samples, acceptance {mala_ref.acceptance:.2f}")
+        ref = mala_ref.samples
         std = float(ref.std(0).mean())
         lip = logistic_smoothness(tgt)
         specs["logistic"] = BudgetTarget(
@@ -385,6 +387,8 @@ def _budget_metrics(res: BudgetResult) -> dict[str, Any]:
     return {
         "budget_queries": res.budget,
         "spent": res.spent,
+        "budget_points": res.points,
+        "pooled_queries": res.pooled_queries,
         "final": res.final,
         "exact_sample_floor": res.floor,
         "curves": {
@@ -503,6 +507,7 @@ def run(config: ZOProxConfig, ctx: RunContext) -> Outcome:
         "tori": {
             "iters": tori.iters,
             "fractions": tori.fractions,
+            "queries_along": tori.queries_along,
             "queries": tori.queries,
             "in_and_out_failures": tori.in_and_out_failures,
             **v_tori,

@@ -40,17 +40,22 @@ def plot_lasso(study: LassoStudy, threshold: float, path: Path) -> None:
 
 
 def plot_tori(study: ToriStudy, path: Path) -> None:
-    """Share of particles in T1/T2 along the run, and the final particles projected on the x-y plane."""
-    fig, axes = figure(3, width=4.6)
+    """Share of particles in T1/T2 along the run (against iterations and against potential evaluations), and the
+    final particles projected on the x-y plane."""
+    fig, axes = figure(4, width=4.6)
     for name, style in (("zod", "-"), ("in_and_out", "--")):
         fr = np.array(study.fractions[name])
         axes[0][0].plot(study.iters, fr[:, 0], style, label=f"{LABELS[name]} in T1")
         axes[0][0].plot(study.iters, fr[:, 1], style, label=f"{LABELS[name]} in T2")
-    axes[0][0].axhline(study.t2_mass, color="k", ls=":", lw=0.8, label="π(T2)")
-    axes[0][0].set_xlabel("iteration")
-    axes[0][0].set_ylabel("share of particles")
-    axes[0][0].legend(fontsize=7)
-    for ax, name in zip(axes[0][1:], ("zod", "in_and_out"), strict=True):
+        # the initial state (0 evaluations) is drawn at the left edge of the log axis
+        axes[0][1].plot(np.maximum(study.queries_along[name], 1), fr[:, 1], style, label=f"{LABELS[name]} in T2")
+    for ax, xlabel in zip(axes[0][:2], ("iteration", "potential evaluations"), strict=True):
+        ax.axhline(study.t2_mass, color="k", ls=":", lw=0.8, label="π(T2)")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("share of particles")
+        ax.legend(fontsize=7)
+    axes[0][1].set_xscale("log")
+    for ax, name in zip(axes[0][2:], ("zod", "in_and_out"), strict=True):
         x = study.final_samples[name]
         ax.scatter(x[:, 0], x[:, 1], s=4)
         ax.set_xlim(-20, 25)

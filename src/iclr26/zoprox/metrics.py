@@ -34,16 +34,19 @@ def knn_kl(samples: torch.Tensor | np.ndarray, reference: torch.Tensor | np.ndar
     neighbour among the other samples and ν_k(i) to its k-th nearest neighbour in the reference.
 
     Raises:
-        ValueError: for mismatched dimensions or fewer than k + 1 samples.
+        ValueError: for k < 1, mismatched dimensions or fewer than k + 1 samples.
     """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k: the neighbour rank must be an integer >= 1, got {k!r}")
     x, r = _np(samples), _np(reference)
     n, d = x.shape
     if r.shape[1] != d:
         raise ValueError(f"reference: dimension {r.shape[1]} differs from the samples' {d}")
     if n <= k or r.shape[0] < k:
         raise ValueError(f"samples: need more than k={k} samples and at least k reference points")
-    rho = cKDTree(x).query(x, k=k + 1)[0][:, k]
-    nu = cKDTree(r).query(x, k=k)[0][:, k - 1]
+    # k=[j] asks for the j-th neighbour only and always returns an (n, 1) array (a plain k=1 returns (n,))
+    rho = cKDTree(x).query(x, k=[k + 1])[0][:, 0]  # the nearest "neighbour" of x_i among the samples is x_i
+    nu = cKDTree(r).query(x, k=[k])[0][:, 0]
     tiny = np.finfo(np.float64).tiny
     return float(d * np.mean(np.log(np.maximum(nu, tiny) / np.maximum(rho, tiny))) + math.log(r.shape[0] / (n - 1)))
 

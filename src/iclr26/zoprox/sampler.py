@@ -32,15 +32,32 @@ Monte Carlo sample. We work in float64 (the authors use float32).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 
-from iclr26.zoprox.estimator import draw_posterior, log_inverse_weights, mc_score, sigma2_schedule
-from iclr26.zoprox.oracle import PotentialOracle, as_oracle
-from iclr26.zoprox.trace import Recorder, SampleResult, check_count, check_positive, initial_particles
+from iclr26.zoprox.estimator import (
+    draw_own_posterior,
+    draw_posterior,
+    log_inverse_weights,
+    mc_score,
+    sigma2_schedule,
+)
+from iclr26.zoprox.oracle import PotentialOracle
+from iclr26.zoprox.trace import Progress, SampleResult, check_count, check_positive, iterations, start_run
 
-Progress = Callable[[Iterable[int]], Iterable[int]]
+
+class BackwardStep(NamedTuple):
+    """The outcome of one backward step.
+
+    Attributes:
+        x: ``(N, d)`` the new particles X_{k+1} = z_0.
+        ess: ``(T, N)`` effective sample size of the self-normalised weights at each sub-step (index 0 is t = T).
+    """
+
+    x: torch.Tensor
+    ess: torch.Tensor
 
 
 def backward_step(
@@ -53,7 +70,7 @@ def backward_step(
     n_mc: int,
     interacting: bool = True,
     generator: torch.Generator | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> BackwardStep:
     """Steps 2–5 of Algorithm 1: simulate the reverse heat flow from around ``x`` with the surrogate score.
 
     Args:
@@ -67,8 +84,7 @@ def backward_step(
         generator: torch random generator.
 
     Returns:
-        ``(x_next (N, d), ess (T, N))``: the new particles and the effective sample size of the weights at each
-        sub-step (index 0 is t = T).
+        :class:`BackwardStep` with the new particles and the effective sample sizes of the weights.
     """
     n, d = x.shape
     h = step_size
@@ -83,11 +99,8 @@ def backward_step(
             # Step 4a, Eq. (13): x₀ ~ Σ_j π_j(z) N(m_j(z), σ̄² I)
             x0 = draw_posterior(z, y, log_w, h, s2, n_mc, generator)  # (N, M, d)
         else:
-            # Step 4a with one component: x₀ ~ N(σ̄² (y_i / h + z_i / σ_t²), σ̄² I)
-            var_bar = 1.0 / (1.0 / h + 1.0 / s2)
-            mean = var_bar * (y / h + z / s2)  # (N, d)
-            noise = torch.randn((n, n_mc, d), dtype=x.dtype, device=x.device, generator=generator)
-            x0 = mean[:, None, :] + math.sqrt(var_bar) * noise  # (N, M, d)
+            # Step 4a with one component (the N = 1 ablation): x₀ ~ N(m_i(z_i), σ̄² I)
+            x0 = draw_own_posterior(z, y, h, s2, n_mc, generator)  # (N, M, d)
         f0 = oracle(x0.reshape(n * n_mc, d)).reshape(n, n_mc)
         # Step 4b, Eq. (11)
         est = mc_score(z, x0, f0, s2)
@@ -96,7 +109,7 @@ def backward_step(
         eps = torch.randn(z.shape, dtype=z.dtype, device=z.device, generator=generator)
         z = z + dt * est.score + math.sqrt(dt) * eps
         ess.append(est.ess)
-    return z, torch.stack(ess)
+    return BackwardStep(x=z, ess=torch.stack(ess))
 
 
 def sample(
@@ -134,7 +147,7 @@ def sample(
         interacting: ``False`` runs the N = 1 ablation on every particle independently.
         generator: torch random generator (``None``: torch's global generator).
         dtype: computation dtype (default float64; ``None`` keeps ``x0``'s).
-        record_every: snapshot the particles every this many iterations.
+        record_every: snapshot the particles every this many iterations, counted back from the last one.
         progress: optional wrapper of the iteration range, e.g. ``tqdm``, to stream progress.
 
     Returns:
@@ -145,16 +158,13 @@ def sample(
         ValueError: naming the argument for η ≤ 0, counts < 1, σ²_min outside [0, h), bad ``x0``, or a potential
             that returns the wrong shape, NaN or inf.
     """
-    oracle = as_oracle(potential)
-    x = initial_particles(x0, dtype)
-    check_count("n_iters", n_iters, 0)
+    oracle, x, rec = start_run(potential, x0, n_iters=n_iters, dtype=dtype, record_every=record_every)
     check_positive("step_size", step_size)
     check_count("n_mc", n_mc)
+    check_count("n_diffusion_steps", n_diffusion_steps)
     schedule = sigma2_schedule(step_size, n_diffusion_steps, sigma2_min, dtype=x.dtype, device=x.device)
-    rec = Recorder(oracle, record_every=record_every, n_iters=n_iters)
     rec.record(0, x)
-    steps = range(1, n_iters + 1)
-    for k in progress(steps) if progress is not None else steps:
+    for k in iterations(n_iters, progress):
         # Step 1: forward heat flow y_j = x_j + √h ξ_j
         y = x + math.sqrt(step_size) * torch.randn(x.shape, dtype=x.dtype, device=x.device, generator=generator)
         x, ess = backward_step(

@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -188,6 +188,7 @@ class ToriStudy:
     Attributes:
         iters: recorded iterations.
         fractions: per sampler (``zod``, ``in_and_out``), ``(fraction in T1, fraction in T2)`` per recorded iteration.
+        queries_along: per sampler, potential evaluations spent up to each recorded iteration.
         t2_mass: π(T2), the share a perfect sampler would put in T2.
         queries: oracle queries per sampler.
         in_and_out_failures: backward steps that exhausted the trial cap.
@@ -196,6 +197,7 @@ class ToriStudy:
 
     iters: list[int]
     fractions: dict[str, list[tuple[float, float]]]
+    queries_along: dict[str, list[int]]
     t2_mass: float
     queries: dict[str, int]
     in_and_out_failures: int
@@ -241,11 +243,11 @@ def tori_study(
         record_every=record_every,
         progress=lambda it: progress(it, desc="tori in-and-out"),
     )
+    runs = {"zod": zod, "in_and_out": io}
     return ToriStudy(
         iters=zod.snapshot_iters.tolist(),
-        fractions={
-            name: [target.fractions(s) for s in res.snapshots] for name, res in (("zod", zod), ("in_and_out", io))
-        },
+        fractions={name: [target.fractions(s) for s in res.snapshots] for name, res in runs.items()},
+        queries_along={name: queries(res).tolist() for name, res in runs.items()},
         t2_mass=target.t2_mass,
         queries={"zod": zod.n_evals, "in_and_out": io.n_evals},
         in_and_out_failures=int(io.diagnostics["failures"].sum()),
@@ -307,6 +309,9 @@ class BudgetResult:
         floor: the same metrics for exact samples of the same size (estimator floors).
         curves: per sampler, per-iterate W2/MMD against queries and wall-clock.
         spent: per sampler, queries actually spent.
+        points: the budget points (queries) at which the final samples are pooled, largest first.
+        pooled_queries: per sampler, the queries spent at the snapshot pooled for each budget point (equal to
+            ``points`` for samplers with a fixed cost per iteration; at most ``points`` for the rejection sampler).
         pooled: per sampler, ``(P, d)`` pooled final samples.
     """
 
@@ -315,14 +320,36 @@ class BudgetResult:
     floor: dict[str, float]
     curves: dict[str, Curve]
     spent: dict[str, int]
+    points: list[int]
+    pooled_queries: dict[str, list[int]]
     pooled: dict[str, torch.Tensor] = field(repr=False)
 
 
-def _pool(result: SampleResult, points: list[int]) -> torch.Tensor:
-    """Concatenate, for each budget point, the last snapshot taken with at most that many queries spent."""
+class Pooled(NamedTuple):
+    """Snapshots pooled at budget points.
+
+    Attributes:
+        samples: ``(P, d)`` the pooled particles, P = (number of points) × N.
+        queries: queries spent at each pooled snapshot.
+    """
+
+    samples: torch.Tensor
+    queries: list[int]
+
+
+def pool_at_budget(result: SampleResult, points: list[int]) -> Pooled:
+    """For each budget point, the last snapshot taken with at most that many queries spent, concatenated.
+
+    Raises:
+        ValueError: naming ``points`` if a point lies below the queries of the first snapshot.
+    """
     spent = queries(result)
+    if min(points) < int(spent[0]):
+        raise ValueError(f"points: {min(points)} queries is below the {int(spent[0])} spent at the first snapshot")
     idx = [int((spent <= p).nonzero().max()) for p in points]
-    return result.snapshots[idx].reshape(-1, result.snapshots.shape[-1])
+    return Pooled(
+        samples=result.snapshots[idx].reshape(-1, result.snapshots.shape[-1]), queries=[int(spent[i]) for i in idx]
+    )
 
 
 def _metrics(samples: torch.Tensor, spec: BudgetTarget, reference: torch.Tensor, bandwidth: float) -> dict[str, float]:
@@ -386,27 +413,23 @@ def budget_study(
 
     rgo_step = 1.0 / (spec.smoothness * d)
     runs: dict[str, SampleResult] = {
-        "zod": sample(
+        name: sample(
             oracle(),
             spec.x0,
             zod_iters,
             spec.zod_step,
             n_mc,
             n_diffusion_steps=n_diffusion_steps,
-            generator=_gen(seed + 31),
-            progress=bar("zod"),
-        ),
-        "zod_independent": sample(
-            oracle(),
-            spec.x0,
-            zod_iters,
-            spec.zod_step,
-            n_mc,
-            n_diffusion_steps=n_diffusion_steps,
-            interacting=False,
-            generator=_gen(seed + 32),
-            progress=bar("zod N=1"),
-        ),
+            interacting=interacting,
+            generator=_gen(seed + offset),
+            progress=bar(label),
+        )
+        for name, interacting, offset, label in (("zod", True, 31, "zod"), ("zod_independent", False, 32, "zod N=1"))
+    }
+    # Random-walk Metropolis and MALA pay one initial evaluation per chain (two queries for MALA's value and
+    # gradient), so they run one step less than budget / cost to spend exactly the budget; the recorder's grid is
+    # aligned on the last step, so their snapshots fall exactly on the budget points.
+    runs |= {
         "rgo": proximal_rgo(
             oracle(),
             spec.x0,
@@ -420,7 +443,7 @@ def budget_study(
         "rwm": random_walk_metropolis(
             oracle(),
             spec.x0,
-            budget // n,
+            budget // n - 1,
             spec.rwm_std,
             generator=_gen(seed + 34),
             record_every=max(1, per_iter // n),
@@ -445,14 +468,16 @@ def budget_study(
             progress=bar("mala"),
         ),
     }
-    pooled = {name: _pool(res, points) for name, res in runs.items()}
+    pooled = {name: pool_at_budget(res, points) for name, res in runs.items()}
     return BudgetResult(
         budget=budget,
-        final={name: _metrics(p, spec, reference, bandwidth) for name, p in pooled.items()},
+        final={name: _metrics(p.samples, spec, reference, bandwidth) for name, p in pooled.items()},
         floor=_metrics(exact_pool, spec, reference, bandwidth),
         curves={name: _curve(res, reference, bandwidth, curve_points) for name, res in runs.items()},
         spent={name: int(queries(res)[-1]) for name, res in runs.items()},
-        pooled=pooled,
+        points=points,
+        pooled_queries={name: p.queries for name, p in pooled.items()},
+        pooled={name: p.samples for name, p in pooled.items()},
     )
 
 
@@ -522,13 +547,25 @@ def logistic_smoothness(target: LogisticPosterior) -> float:
     return float(torch.linalg.eigvalsh(gram).max() / 4 + 1.0 / target.prior_var)
 
 
+class MalaReference(NamedTuple):
+    """Reference samples of a target without an exact sampler.
+
+    Attributes:
+        samples: ``(P, d)`` the kept MALA iterates, P = n_chains × (snapshots after the burn-in).
+        acceptance: mean MALA acceptance rate of the run.
+    """
+
+    samples: torch.Tensor
+    acceptance: float
+
+
 def mala_reference(
     target: LogisticPosterior, *, n_chains: int, n_steps: int, burn_in: int, thin: int, seed: int, progress: Progress
-) -> tuple[torch.Tensor, float]:
-    """Reference samples from a long MALA run started at the MAP (found by a few hundred Newton-free steps).
+) -> MalaReference:
+    """Reference samples from a long MALA run started near the MAP (found by 500 gradient-descent steps of size 1/L).
 
     Returns:
-        ``(samples (P, d), mean acceptance)`` with P = n_chains × (n_steps − burn_in) / thin.
+        :class:`MalaReference`.
     """
     oracle = PotentialOracle(target.potential, grad_fn=target.grad)
     step = 0.5 / logistic_smoothness(target)
@@ -546,4 +583,6 @@ def mala_reference(
         progress=lambda it: progress(it, desc="logreg reference (MALA)"),
     )
     keep = res.snapshot_iters > burn_in
-    return res.snapshots[keep].reshape(-1, target.dim), float(res.diagnostics["acceptance"].mean())
+    return MalaReference(
+        samples=res.snapshots[keep].reshape(-1, target.dim), acceptance=float(res.diagnostics["acceptance"].mean())
+    )

@@ -5,12 +5,17 @@ Shape glossary: ``N`` particles (or independent chains), ``d`` dimension, ``S`` 
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 
-from iclr26.zoprox.oracle import PotentialOracle
+from iclr26.zoprox.oracle import PotentialOracle, as_oracle
+
+Progress = Callable[[Iterable[int]], Iterable[int]]
 
 
 @dataclass(frozen=True)
@@ -52,15 +57,19 @@ class SampleResult:
 class Recorder:
     """Collects snapshots and the oracle's counts relative to the start of one run.
 
+    Snapshots are taken at the initial state, at the last planned iteration and every ``record_every`` iterations
+    counted back from it (iterations K, K − r, K − 2r, …). Aligning the grid on the end, not on the start, puts a
+    snapshot exactly at the end of each equal share of a query budget even for a sampler that pays an initial
+    evaluation (random-walk Metropolis, MALA).
+
     Args:
         oracle: the oracle whose counters are read (they are not reset; the start values are subtracted).
-        record_every: snapshot every this many iterations (the last iteration is always recorded).
-        n_iters: total iterations planned (to record the last one).
+        record_every: snapshot every this many iterations, counted back from ``n_iters``.
+        n_iters: total iterations planned.
     """
 
     def __init__(self, oracle: PotentialOracle, *, record_every: int, n_iters: int) -> None:
-        if record_every < 1:
-            raise ValueError(f"record_every: must be >= 1, got {record_every}")
+        check_count("record_every", record_every)
         self.oracle = oracle
         self.record_every = record_every
         self.n_iters = n_iters
@@ -76,8 +85,8 @@ class Recorder:
         return self.oracle.n_evals - e0, self.oracle.n_grads - g0, self.oracle.n_rounds - r0
 
     def record(self, iteration: int, x: torch.Tensor, *, force: bool = False) -> None:
-        """Snapshot ``x`` after ``iteration`` if it is due (every ``record_every``, the first and the last)."""
-        due = iteration == 0 or iteration % self.record_every == 0 or iteration == self.n_iters
+        """Snapshot ``x`` after ``iteration`` if it is due (the first, the last, every ``record_every`` before it)."""
+        due = iteration == 0 or (self.n_iters - iteration) % self.record_every == 0
         if due or force:
             self._snaps.append(x.detach().clone())
             self._rows.append((iteration, *self.counts(), time.perf_counter() - self._t0))
@@ -110,6 +119,45 @@ class Recorder:
         )
 
 
+class RunStart(NamedTuple):
+    """What every sampler of this module sets up before its first iteration.
+
+    Attributes:
+        oracle: the counted potential.
+        x: ``(N, d)`` the checked initial particles in the computation dtype.
+        recorder: the snapshot recorder of the run (its counts start now).
+    """
+
+    oracle: PotentialOracle
+    x: torch.Tensor
+    recorder: Recorder
+
+
+def start_run(
+    potential: PotentialOracle | Callable[[torch.Tensor], torch.Tensor],
+    x0: torch.Tensor,
+    *,
+    n_iters: int,
+    dtype: torch.dtype | None,
+    record_every: int,
+) -> RunStart:
+    """Wrap ``potential``, check ``x0`` and ``n_iters``, and start the recorder (no snapshot is taken yet).
+
+    Raises:
+        ValueError: naming ``x0``, ``n_iters`` or ``record_every`` when they are invalid.
+    """
+    oracle = as_oracle(potential)
+    x = initial_particles(x0, dtype)
+    check_count("n_iters", n_iters, 0)
+    return RunStart(oracle, x, Recorder(oracle, record_every=record_every, n_iters=n_iters))
+
+
+def iterations(n_iters: int, progress: Progress | None) -> Iterable[int]:
+    """The iteration indices 1..K, wrapped by ``progress`` (e.g. a tqdm bar) when given."""
+    steps = range(1, n_iters + 1)
+    return progress(steps) if progress is not None else steps
+
+
 def initial_particles(x0: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
     """``x0`` checked (a finite ``(N, d)`` tensor) and cast to ``dtype`` (``None``: keep a float dtype).
 
@@ -128,9 +176,9 @@ def initial_particles(x0: torch.Tensor, dtype: torch.dtype | None) -> torch.Tens
 
 
 def check_positive(name: str, value: float) -> None:
-    """Raise ``ValueError`` naming ``name`` unless ``value`` > 0."""
-    if not value > 0:
-        raise ValueError(f"{name}: must be > 0, got {value}")
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a finite number > 0."""
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name}: must be a finite number > 0, got {value}")
 
 
 def check_count(name: str, value: int, minimum: int = 1) -> None:
