@@ -7,14 +7,16 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 from iclr26.common.config import ConfigError
 from iclr26.common.experiment import RunContext
-from iclr26.meom.data import DigitsSplit, corrupt_images, load_corrupted_digits
+from iclr26.meom.data import DigitsSplit, corrupt_images, load_corrupted_digits, stratified_counts
 from iclr26.meom.experiment import (
     ArmResult,
     MEOMConfig,
     _outcome,
+    _paired,
     arm_loss,
     make_student,
     train_student,
@@ -69,12 +71,24 @@ def test_corrupt_images_blanks_one_square():
         corrupt_images(images, occlusion=9, noise_std=0.0, rng=np.random.default_rng(0))
 
 
+def test_stratified_counts_hand_computed():
+    # sizes (5, 3, 2), total 5: quotas (2.5, 1.5, 1.0) -> floors (2, 1, 1) = 4; the one sample left goes to the
+    # largest remainder, a tie 0.5 / 0.5 broken by class order -> (3, 1, 1)
+    np.testing.assert_array_equal(stratified_counts(np.array([5, 3, 2]), 5), [3, 1, 1])
+    # quotas (3.6, 0.9, 0.5): floors (3, 0, 0), remainders (0.6, 0.9, 0.5) -> the two left go to classes 1, 0
+    np.testing.assert_array_equal(stratified_counts(np.array([36, 9, 5]), 5), [4, 1, 0])
+    np.testing.assert_array_equal(stratified_counts(np.array([4, 6]), 10), [4, 6])
+    with pytest.raises(ValueError, match="total"):
+        stratified_counts(np.array([4, 6]), 11)
+
+
 def test_split_is_fixed_disjoint_and_stratified():
     a = load_corrupted_digits(n_test=797, occlusion=3, noise_std=0.1, data_seed=0)
     b = load_corrupted_digits(n_test=797, occlusion=3, noise_std=0.1, data_seed=0)
     assert torch.equal(a.x_test, b.x_test) and torch.equal(a.y_train, b.y_train)
-    assert len(a.y_test) + len(a.y_train) == 1797
-    assert abs(len(a.y_test) - 797) <= 5  # per-class rounding
+    assert (len(a.y_test), len(a.y_train)) == (797, 1000)  # exactly n_test, not up to per-class rounding
+    full_counts = torch.bincount(torch.cat([a.y_test, a.y_train]), minlength=10).numpy()
+    np.testing.assert_array_equal(torch.bincount(a.y_test, minlength=10).numpy(), stratified_counts(full_counts, 797))
     assert a.x_train.shape[1:] == (1, 8, 8)
     assert set(a.y_test.tolist()) == set(range(10)) == set(a.y_train.tolist())
     train_rows = {tuple(r) for r in a.x_train.flatten(1).tolist()}
@@ -82,12 +96,13 @@ def test_split_is_fixed_disjoint_and_stratified():
 
 
 def _tiny(cfg_changes: dict) -> tuple[MEOMConfig, DigitsSplit]:
+    """A config and data small enough for a unit test (500 train / 200 test images, 2 epochs, < 1 s per arm)."""
     cfg = MEOMConfig(
-        timesteps=3, teacher_widths=(4, 8, 8), student_widths=(4, 8, 8), teacher_epochs=1, student_epochs=1,
+        timesteps=3, teacher_widths=(8, 8, 16), student_widths=(8, 8, 16), teacher_epochs=2, student_epochs=2,
         batch_size=32, **cfg_changes,
     )  # fmt: skip
-    full = load_corrupted_digits(n_test=1697, occlusion=3, noise_std=0.1, data_seed=0)
-    data = DigitsSplit(full.x_train, full.y_train, full.x_test[:64], full.y_test[:64])
+    full = load_corrupted_digits(n_test=797, occlusion=3, noise_std=0.1, data_seed=0)
+    data = DigitsSplit(full.x_train[:500], full.y_train[:500], full.x_test[:200], full.y_test[:200])
     return cfg, data
 
 
@@ -107,13 +122,17 @@ def test_training_is_deterministic_and_learns_something(mask_mode):
     np.testing.assert_array_equal(r1.truncated_acc, r2.truncated_acc)
     assert r1.final_loss == r2.final_loss and np.isfinite(r1.final_loss)
     assert r1.truncated_acc.shape == (3,)
+    # chance is 10%; at chance, 200 test images give sd sqrt(0.1 * 0.9 / 200) = 2.1 pp, so 20% is > 4 sd above
+    assert r1.truncated_acc[-1] > 0.2
     r_twd = train_student(cfg, "twd", data, teacher, init, seed=3, progress=_NoBar())
     assert r_twd.final_loss != r1.final_loss  # the arms really train with different losses
 
 
-def _fake(acc_by_t: list[float]) -> ArmResult:
+def _fake(acc_by_t: list[float], var_logits: float = 0.1) -> ArmResult:
     acc = np.array(acc_by_t)
-    return ArmResult(truncated_acc=acc, per_step_acc=acc, var_logits=0.1, var_acc=1.0, final_loss=0.5)
+    return ArmResult(
+        truncated_acc=acc, per_step_acc=acc, var_logits=var_logits, var_acc=1.0, disagreement=0.2, final_loss=0.5
+    )
 
 
 def test_verdict_requires_a_gain_at_every_timestep(tmp_path):
@@ -121,14 +140,67 @@ def test_verdict_requires_a_gain_at_every_timestep(tmp_path):
     ctx = RunContext(out_dir=tmp_path, seed=0, quiet=True)
     twd = [_fake([0.80, 0.85, 0.86]), _fake([0.81, 0.84, 0.87])]
     better = [_fake([0.81, 0.86, 0.87]), _fake([0.82, 0.85, 0.88])]  # +1 pp everywhere
-    out = _outcome(cfg, ctx, {"twd": twd, "meom": better}, [0.9, 0.9])
+    out = _outcome(cfg, ctx, {"twd": twd, "meom": better}, [0.9, 0.9], cpu_time_s=1.0)
     assert out.claim_held is True
     np.testing.assert_allclose(out.evidence["meom_minus_twd_mean_pp_by_t"], [1.0, 1.0, 1.0], atol=1e-9)
     worse_at_t2 = [_fake([0.81, 0.84, 0.87]), _fake([0.82, 0.83, 0.88])]  # -1 pp at t = 2
-    out = _outcome(cfg, ctx, {"twd": twd, "meom": worse_at_t2}, [0.9, 0.9])
+    out = _outcome(cfg, ctx, {"twd": twd, "meom": worse_at_t2}, [0.9, 0.9], cpu_time_s=1.0)
     assert out.claim_held is False
     strict = dataclasses.replace(cfg, claim_tolerance=1.5)  # +1 pp does not clear a 1.5 pp bar
-    assert _outcome(strict, ctx, {"twd": twd, "meom": better}, [0.9, 0.9]).claim_held is False
+    assert _outcome(strict, ctx, {"twd": twd, "meom": better}, [0.9, 0.9], cpu_time_s=1.0).claim_held is False
+
+
+def test_secondary_checks_are_computed_from_the_arms(tmp_path):
+    cfg = MEOMConfig(timesteps=2, n_seeds=3)
+    ctx = RunContext(out_dir=tmp_path, seed=0, quiet=True)
+    twd_acc = [[0.80, 0.85], [0.81, 0.86], [0.82, 0.87]]
+    # TWD+TPD: +2, +3, +2.5 pp at t = 1 -> mean 2.5, sd 0.5, se 0.5 / sqrt(3) = 0.288675,
+    # ci95 = t_0.975,2 (4.302653) * se = 1.242069 < 2.5: a significant rise
+    tpd_acc = [[0.82, 0.85], [0.84, 0.86], [0.845, 0.87]]
+    # TWD+TMPD logit variance 0.8, 0.85, 0.95 against TWD's 1.0, 1.1, 1.2: change -0.2, -0.25, -0.25 ->
+    # mean -0.233333, sd 0.028868, se 0.016667, ci95 0.071711: a significant drop
+    results = {
+        "ce": [_fake(a) for a in twd_acc],
+        "twd": [_fake(a, v) for a, v in zip(twd_acc, (1.0, 1.1, 1.2), strict=True)],
+        "twd+tmpd": [_fake(a, v) for a, v in zip(twd_acc, (0.8, 0.85, 0.95), strict=True)],
+        "twd+tpd": [_fake(a) for a in tpd_acc],
+        "meom": [_fake(a) for a in tpd_acc],
+    }
+    out = _outcome(cfg, ctx, results, [0.9] * 3, cpu_time_s=1.0)
+    sec = out.metrics["secondary"]
+    assert sec["tpd_raises_t1"] and sec["tpd_raises_t1_significant"]
+    tpd = out.metrics["gain_vs_twd_pp"]["twd+tpd"]
+    np.testing.assert_allclose(tpd["mean"], [2.5, 0.0], atol=1e-9)
+    assert tpd["ci95"][0] == pytest.approx(1.242069, rel=1e-5)
+    assert sec["tmpd_var_logits_change"] == pytest.approx(-0.233333, rel=1e-5)
+    assert sec["tmpd_var_logits_change_ci95"] == pytest.approx(0.071711, rel=1e-4)
+    assert sec["tmpd_lowers_var_logits_significant"]
+    assert sec["tmpd_disagreement_change"] == 0.0 and not sec["tmpd_lowers_disagreement"]
+    assert set(out.metrics["gain_vs_twd_pp"]) == {"ce", "twd+tmpd", "twd+tpd", "meom"}
+    # MEOM = TWD + 2.5 pp at t = 1 only, 0 at t = 2: not a gain at every t, so the claim does not hold
+    assert out.claim_held is False
+
+
+def test_paired_significance_is_a_student_t_test():
+    # d = (-0.5, 1, 2, 3, 4.5): mean 2, squared deviations 6.25 + 1 + 0 + 1 + 6.25 = 14.5, sd = sqrt(14.5 / 4)
+    # = 1.90394, se = sd / sqrt(5) = 0.851469, mean / se = 2.349. A "> 2 SE" rule calls this significant; the
+    # paired t-test with 4 dof (t_0.975 = 2.776445) does not: ci95 = 2.776445 * 0.851469 = 2.364063 > 2.
+    d = np.array([-0.5, 1.0, 2.0, 3.0, 4.5])
+    out = _paired(d, np.zeros(5))
+    assert out["mean"] == pytest.approx(2.0)
+    assert out["se"] == pytest.approx(0.851469, rel=1e-5)
+    assert out["ci95"] == pytest.approx(2.364063, rel=1e-5)
+    assert not out["significant"] and out["wins"] == 4
+    # (2, 2, 2, 2, 4): mean 2.4, sd sqrt(3.2 / 4) = 0.894427, se 0.4, ci95 = 1.110578 < 2.4: significant
+    assert _paired(np.array([2.0, 2, 2, 2, 4]), np.zeros(5))["significant"]
+    # equivalence with scipy's paired t-test on random pairs: significant iff p < 0.05
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0.3, 1.0, (5, 200)), rng.normal(0.0, 1.0, (5, 200))
+    expected = stats.ttest_rel(a, b, axis=0).pvalue < 0.05
+    np.testing.assert_array_equal(_paired(a, b)["significant"], expected)
+    assert 0 < expected.sum() < 200  # both outcomes occur
+    # a single seed is never significant
+    assert not _paired(np.array([[5.0]]), np.zeros((1, 1)))["significant"].any()
 
 
 def test_smoke_run_through_cli(smoke):
@@ -140,4 +212,6 @@ def test_smoke_run_through_cli(smoke):
     assert len(metrics["arms"]["meom"]["truncated_acc_mean"]) == t
     gains = np.array(record["evidence"]["meom_minus_twd_mean_pp_by_t"])
     assert record["claim_held"] == bool(np.all(gains > record["evidence"]["tolerance_pp"]))
+    assert record["evidence"]["meom_gain_significant_by_t"] == [False] * t  # one seed: never significant
+    assert metrics["cpu_time_s"] > 0
     assert set(record["plots"]) == {"accuracy_vs_timestep.png", "meom_minus_twd.png"}

@@ -79,7 +79,7 @@ def test_layer_is_elementwise_over_trailing_dims_and_stateless_between_calls():
 def test_surrogate_gradient_is_sigmoid_derivative():
     # d/dx sigmoid(alpha x) = alpha s (1 - s); at x = 0 with alpha = 4 this is 4 * 0.25 = 1
     x = torch.tensor([0.0, 0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
-    y = spike(x, 4.0)
+    y = spike(x, alpha=4.0)
     assert y.tolist() == [1.0, 1.0, 0.0, 1.0]
     y.sum().backward()
     s = torch.sigmoid(4.0 * x.detach())

@@ -224,6 +224,7 @@ TARGETS = torch.zeros(8, dtype=torch.long)
     [
         ({"masks": torch.ones(4, 6, 3, 3)}, "masks: expected shape"),
         ({"masks": torch.ones(3, 6, 2, 2)}, "masks: expected one mask per timestep"),
+        ({"masks": torch.ones(4)}, "masks: expected one mask per timestep"),
         ({"lam": 1.5}, "lam"),
         ({"tau": 0.0}, "tau"),
         ({"w_tpd": -1.0}, "w_tpd"),
@@ -241,6 +242,19 @@ def test_meom_class_count_mismatch():
         meom_loss(STUDENT, FEATS, head3, TARGETS)
     with pytest.raises(ValueError, match="teacher_logits: .*class counts must agree"):
         temporal_kd_loss(STUDENT, torch.randn(8, 3))
+    with pytest.raises(ValueError, match="teacher_logits: class count"):
+        kd_kl(STUDENT, torch.randn(8, 3))
+    with pytest.raises(ValueError, match="teacher_logits: class count"):  # C = 1 would silently broadcast
+        kd_kl(STUDENT, torch.randn(8, 1))
+    with pytest.raises(ValueError, match="teacher_logits: shape .* does not broadcast"):
+        kd_kl(STUDENT, torch.randn(5, 10))
+    with pytest.raises(ValueError, match="teacher_logits: shape .* does not broadcast"):
+        kd_kl(torch.randn(8, 10), STUDENT)  # the teacher may not enlarge the student's shape
+
+
+def test_twd_rejects_negative_kd_weight():
+    with pytest.raises(ValueError, match="kd_weight"):
+        twd_loss(STUDENT, torch.randn(8, 10), TARGETS, kd_weight=-0.1)
 
 
 def test_meom_shape_errors():

@@ -13,6 +13,7 @@ from iclr26.meom import (
     meom_loss,
     per_timestep_accuracy,
     predict_logits,
+    prediction_disagreement,
     repeat_input,
     truncated_accuracy,
 )
@@ -20,7 +21,7 @@ from iclr26.meom import (
 
 def test_teacher_forward_is_head_of_features():
     torch.manual_seed(0)
-    teacher = ConvTeacher(1, 10, (4, 8, 16)).eval()
+    teacher = ConvTeacher(1, 10, widths=(4, 8, 16)).eval()
     x = torch.randn(5, 1, 8, 8)
     feats = teacher.features(x)
     assert feats.shape == (5, 16, 4, 4)  # one 2x2 average pool on 8x8 inputs
@@ -63,7 +64,7 @@ def test_truncated_run_equals_prefix_of_full_run():
 def test_surrogate_gradients_reach_every_student_parameter():
     torch.manual_seed(2)
     snn = SpikingConvNet(1, 10, timesteps=3, widths=(4, 8, 16))
-    teacher = ConvTeacher(1, 10, (4, 8, 16)).eval()
+    teacher = ConvTeacher(1, 10, widths=(4, 8, 16)).eval()
     x, y = torch.randn(16, 1, 8, 8), torch.randint(0, 10, (16,))
     with torch.no_grad():
         feats = teacher.features(x)
@@ -74,7 +75,7 @@ def test_surrogate_gradients_reach_every_student_parameter():
 
 def test_bad_widths_and_timesteps():
     with pytest.raises(ValueError, match="widths"):
-        ConvTeacher(1, 10, (4, 8))
+        ConvTeacher(1, 10, widths=(4, 8))
     with pytest.raises(ValueError, match="timesteps"):
         SpikingConvNet(1, 10, timesteps=0)
 
@@ -92,5 +93,13 @@ def test_truncated_and_per_step_accuracy_hand_computed():
     # accuracies 100 and 50 percent: variance 25^2
     assert accuracy_temporal_variance(torch.tensor([1.0, 0.5])) == pytest.approx(625.0)
     assert logit_temporal_variance(z[:1].expand(4, 2, 2)) == 0.0
+    # disagreement: full-length argmax (1, 1); per-step argmax t=1 (0, 1), t=2 (1, 0): 2 of 4 pairs differ
+    assert prediction_disagreement(z) == pytest.approx(0.5)
+    assert prediction_disagreement(3.0 * z) == pytest.approx(0.5)  # invariant to rescaling the logits
+    assert prediction_disagreement(z[:1].expand(4, 2, 2)) == 0.0
+    # no single timestep picks the full-length class: z1 = (10, 0, 6), z2 = (0, 10, 6), mean (5, 5, 6) -> class 2
+    assert prediction_disagreement(torch.tensor([[[10.0, 0.0, 6.0]], [[0.0, 10.0, 6.0]]])) == 1.0
+    with pytest.raises(ValueError, match="logits_per_t"):
+        prediction_disagreement(z[0])
     with pytest.raises(ValueError, match="targets"):
         truncated_accuracy(z, torch.tensor([0, 1, 1]))

@@ -23,6 +23,7 @@ from iclr26.meom.metrics import (
     accuracy_temporal_variance,
     logit_temporal_variance,
     per_timestep_accuracy,
+    prediction_disagreement,
     truncated_accuracy,
 )
 from iclr26.meom.models import ClassifierHead, ConvTeacher, SpikingConvNet, predict_logits, repeat_input
@@ -46,6 +47,7 @@ __all__ = [
     "per_timestep_accuracy",
     "per_timestep_ce",
     "predict_logits",
+    "prediction_disagreement",
     "repeat_input",
     "sample_temporal_masks",
     "spike",

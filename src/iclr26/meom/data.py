@@ -71,11 +71,38 @@ def corrupt_images(images: np.ndarray, *, occlusion: int, noise_std: float, rng:
     return out
 
 
+def stratified_counts(class_sizes: np.ndarray, total: int) -> np.ndarray:
+    """Per-class sample counts proportional to ``class_sizes`` that sum to exactly ``total``.
+
+    Largest-remainder rounding: every class gets floor(total * n_c / n), and the classes with the largest
+    fractional parts get one more until the counts add up to ``total``.
+
+    Args:
+        class_sizes: n_c, shape (K,), non-negative integers.
+        total: the number of samples to allocate, 0 <= total <= sum(class_sizes).
+
+    Returns:
+        Counts of shape (K,), each at most its class size, summing to ``total``.
+
+    Raises:
+        ValueError: if ``total`` is outside [0, sum(class_sizes)].
+    """
+    n = int(class_sizes.sum())
+    if not 0 <= total <= n:
+        raise ValueError(f"total: must lie in [0, {n}] (the number of samples), got {total}")
+    quota = total * class_sizes / n  # (K,)
+    counts = np.floor(quota).astype(np.int64)
+    # the classes with the largest remainders take the samples that flooring left over (stable order on ties)
+    extra = np.argsort(-(quota - counts), kind="stable")[: total - int(counts.sum())]
+    counts[extra] += 1
+    return counts
+
+
 def load_corrupted_digits(*, n_test: int, occlusion: int, noise_std: float, data_seed: int) -> DigitsSplit:
     """The bundled digits, corrupted by :func:`corrupt_images` and split (stratified) into train and test.
 
     Args:
-        n_test: number of test images (the rest, 1797 - n_test, are for training).
+        n_test: number of test images, exactly (the rest, 1797 - n_test, are for training).
         occlusion: side of the blanked square (pixels).
         noise_std: additive noise standard deviation (pixel scale [0, 1]).
         data_seed: seed of the corruption and the split.
@@ -96,11 +123,11 @@ def load_corrupted_digits(*, n_test: int, occlusion: int, noise_std: float, data
         raise ValueError(f"n_test: must leave at least 10 images on each side of the split of {n}, got {n_test}")
     rng = np.random.default_rng(data_seed)
     corrupted = corrupt_images(images, occlusion=occlusion, noise_std=noise_std, rng=rng)
-    # stratified split: a per-class share of the test set, by a fixed permutation within each class
+    # stratified split: each class gives its share of the test set, by a fixed permutation within the class
     test_idx = []
-    for c in range(10):
+    for c, k in enumerate(stratified_counts(np.bincount(labels, minlength=10), n_test)):
         idx = rng.permutation(np.flatnonzero(labels == c))
-        test_idx.append(idx[: round(n_test * len(idx) / n)])
+        test_idx.append(idx[:k])
     test = np.sort(np.concatenate(test_idx))
     train = np.setdiff1d(np.arange(n), test)
     x = torch.from_numpy(corrupted).unsqueeze(1)  # (N, 1, 8, 8)

@@ -8,10 +8,12 @@ T = 4) and truncated-inference study (train at T = 6, evaluate at t = 1..T) are 
    (:class:`SpikingConvNet`, T timesteps, direct input) per arm with the same batch order (paired comparison):
    - ``ce``: L_CE only;  ``twd``: L_CE + 0.5 KD (= TMPD with lambda = 0);  ``twd+tmpd``: L_CE + 0.5 L_TMPD;
    - ``twd+tpd``: L_CE + 0.5 KD + 0.3 L_TPD;  ``meom``: L_CE + 0.5 L_TMPD + 0.3 L_TPD.
-3. Evaluate on the test split: truncated accuracy at every t = 1..T and two temporal-variance candidates for Var@T.
+3. Evaluate on the test split: truncated accuracy at every t = 1..T and three temporal-variance candidates for
+   Var@T.
 4. Verdict: MEOM beats TWD if the seed-mean paired gain MEOM - TWD exceeds ``claim_tolerance`` at every t = 1..T
-   (t = T is full-length inference). Secondary checks (reported, not part of the verdict): TPD raises
-   early-timestep accuracy (t = 1), TMPD lowers the temporal variance.
+   (t = T is full-length inference). A gain is called significant when it lies outside its 95% confidence
+   interval under a paired Student-t test over the seeds. Secondary checks (reported, not part of the verdict): TPD
+   raises early-timestep accuracy (t = 1), TMPD lowers the temporal variance.
 
 Deviations (see the README): digits instead of CIFAR/ImageNet; a 3-conv net instead of ResNet-19; Adam with a
 cosine schedule for a few dozen epochs instead of SGD for 300 epochs; unspecified MEOM hyperparameters (lambda,
@@ -21,11 +23,13 @@ mask keep ratio, static vs resampled masks, TPD target detaching) are config fie
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
+from scipy import stats
 from torch import Tensor
 
 from iclr26.common.config import ExperimentConfig, require
@@ -39,6 +43,7 @@ from iclr26.meom.metrics import (
     accuracy_temporal_variance,
     logit_temporal_variance,
     per_timestep_accuracy,
+    prediction_disagreement,
     truncated_accuracy,
 )
 from iclr26.meom.models import ConvTeacher, SpikingConvNet, predict_logits
@@ -66,7 +71,7 @@ class MEOMConfig(ExperimentConfig):
     noise_std: float = _opt(0.1, "std of Gaussian pixel noise on the [0,1] scale (not in the paper; teacher near 90%)")
     data_seed: int = _opt(0, "seed of the corruption and the split, fixed across --seed (not in the paper)")
     teacher_widths: tuple[int, int, int] = _opt(
-        (32, 64, 128), "teacher conv channels, wider than the student as ResNet-34 vs ResNet-18/19 (sizes: ours)"
+        (32, 64, 128), "teacher channels, 2x the student's (TWD code: ResNet-34 teacher, ResNet-18 student; sizes ours)"
     )
     student_widths: tuple[int, int, int] = _opt((16, 32, 64), "SNN conv channels (not in the paper; CPU stand-in)")
     teacher_epochs: int = _opt(30, "teacher training epochs (not in the paper; the teacher converges)")
@@ -169,6 +174,7 @@ class ArmResult:
         per_step_acc: accuracy of each timestep's own logits, t = 1..T.
         var_logits: mean over test samples and classes of Var_t(z_t).
         var_acc: Var_t(100 * truncated_acc_t), percent^2.
+        disagreement: share of (sample, t) whose own argmax differs from the full-length prediction, in [0, 1].
         final_loss: training loss of the last epoch (mean over its steps).
     """
 
@@ -176,6 +182,7 @@ class ArmResult:
     per_step_acc: np.ndarray
     var_logits: float
     var_acc: float
+    disagreement: float
     final_loss: float
 
 
@@ -195,7 +202,7 @@ def _batches(n: int, batch_size: int, gen: torch.Generator) -> list[Tensor]:
 def train_teacher(config: MEOMConfig, data: DigitsSplit, seed: int) -> ConvTeacher:
     """Train the ANN teacher with cross-entropy (Adam, cosine schedule)."""
     torch.manual_seed(derive_seed(seed, "teacher-init"))
-    teacher = ConvTeacher(1, data.num_classes, config.teacher_widths)
+    teacher = ConvTeacher(1, data.num_classes, widths=config.teacher_widths)
     opt = torch.optim.Adam(teacher.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     gen = torch_generator(derive_seed(seed, "teacher-order"))
     steps_per_epoch = len(_batches(len(data.y_train), config.batch_size, torch_generator(0)))
@@ -217,7 +224,7 @@ def train_teacher(config: MEOMConfig, data: DigitsSplit, seed: int) -> ConvTeach
 def make_student(config: MEOMConfig, num_classes: int) -> SpikingConvNet:
     """A fresh SNN student with the config's LIF settings (hard reset to 0, as in the TWD code)."""
     return SpikingConvNet(
-        1, num_classes, config.timesteps, config.student_widths,
+        1, num_classes, timesteps=config.timesteps, widths=config.student_widths,
         make_lif=lambda: LIF(decay=config.decay, v_threshold=config.v_threshold, alpha=config.surrogate_alpha),
     )  # fmt: skip
 
@@ -275,22 +282,39 @@ def train_student(
         per_step_acc=per_timestep_accuracy(logits, data.y_test).numpy(),
         var_logits=logit_temporal_variance(logits),
         var_acc=accuracy_temporal_variance(trunc),
+        disagreement=prediction_disagreement(logits),
         final_loss=epoch_loss,
     )
 
 
+def _sd(a: np.ndarray) -> np.ndarray:
+    """Sample standard deviation over the seed axis 0 (ddof 1); zeros for a single seed."""
+    return a.std(axis=0, ddof=1) if a.shape[0] > 1 else np.zeros_like(a[0])
+
+
 def _paired(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
-    """Seed-paired difference a - b (arrays of shape (seeds, ...)): mean, std, standard error, wins."""
+    """Seed-paired difference d = a - b over arrays of shape (seeds, ...), with a paired Student-t test.
+
+    Returns:
+        ``mean``, ``std`` (ddof 1), ``se`` = std / sqrt(n), ``ci95`` = t_{0.975, n-1} * se (the half-width of the
+        95% confidence interval of the mean; 0 for a single seed), ``wins`` (seeds with d > 0) and
+        ``significant`` (|mean| > ci95, i.e. a two-sided paired t-test rejects "no difference" at the 5% level;
+        never with a single seed).
+    """
     d = a - b
     n = d.shape[0]
-    std = d.std(axis=0, ddof=1) if n > 1 else np.zeros_like(d[0])
+    std = _sd(d)
     se = std / math.sqrt(n)
+    # t quantile with n - 1 degrees of freedom (2.776 for 5 seeds), not the normal 1.96 or a rule-of-thumb 2
+    ci95 = stats.t.ppf(0.975, n - 1) * se if n > 1 else np.zeros_like(se)
+    mean = d.mean(axis=0)
     return {
-        "mean": d.mean(axis=0),
+        "mean": mean,
         "std": std,
         "se": se,
+        "ci95": ci95,
         "wins": (d > 0).sum(axis=0),
-        "significant": (np.abs(d.mean(axis=0)) > 2 * se) & (se > 0),
+        "significant": (np.abs(mean) > ci95) & (n > 1),
     }
 
 
@@ -309,6 +333,7 @@ def run(config: MEOMConfig, ctx: RunContext) -> Outcome:
 
 
 def _run(config: MEOMConfig, ctx: RunContext) -> Outcome:
+    cpu_start = time.process_time()
     data = load_corrupted_digits(
         n_test=config.n_test, occlusion=config.occlusion, noise_std=config.noise_std, data_seed=config.data_seed
     )
@@ -332,63 +357,86 @@ def _run(config: MEOMConfig, ctx: RunContext) -> Outcome:
                     + " ".join(f"{100 * a:.1f}" for a in res.truncated_acc)
                     + f"  var_logits {res.var_logits:.3f}"
                 )
-    return _outcome(config, ctx, results, teacher_acc)
+    return _outcome(config, ctx, results, teacher_acc, cpu_time_s=time.process_time() - cpu_start)
 
 
 def _outcome(
-    config: MEOMConfig, ctx: RunContext, results: dict[str, list[ArmResult]], teacher_acc: list[float]
+    config: MEOMConfig,
+    ctx: RunContext,
+    results: dict[str, list[ArmResult]],
+    teacher_acc: list[float],
+    *,
+    cpu_time_s: float,
 ) -> Outcome:
-    """Aggregate over seeds, plot, and judge the claim."""
+    """Aggregate over seeds, plot, and judge the claim.
+
+    Args:
+        config: the run's config.
+        ctx: the run context (for the plots).
+        results: per arm, one :class:`ArmResult` per seed.
+        teacher_acc: the teacher's test accuracy per seed, in [0, 1].
+        cpu_time_s: CPU seconds the run's process used (``time.process_time``), recorded as a metric because the
+            wall time depends on the machine's load.
+
+    Returns:
+        The :class:`Outcome`; the verdict is whether the seed-mean paired gain MEOM - TWD exceeds
+        ``config.claim_tolerance`` at every t = 1..T.
+    """
     T = config.timesteps
     trunc = {arm: 100 * np.stack([r.truncated_acc for r in rs]) for arm, rs in results.items()}  # (seeds, T)
     per_step = {arm: 100 * np.stack([r.per_step_acc for r in rs]) for arm, rs in results.items()}
     var_logits = {arm: np.array([r.var_logits for r in rs]) for arm, rs in results.items()}
     var_acc = {arm: np.array([r.var_acc for r in rs]) for arm, rs in results.items()}
+    disagreement = {arm: np.array([r.disagreement for r in rs]) for arm, rs in results.items()}
     n = config.n_seeds
-
-    def spread(a: np.ndarray) -> np.ndarray:
-        return a.std(axis=0, ddof=1) if n > 1 else np.zeros_like(a[0])
-
     arms_metrics = {
         arm: {
             "acc_full_T_mean": trunc[arm][:, -1].mean(),
-            "acc_full_T_std": spread(trunc[arm][:, -1:])[0],
+            "acc_full_T_std": _sd(trunc[arm][:, -1]),
             "truncated_acc_mean": trunc[arm].mean(axis=0),
-            "truncated_acc_std": spread(trunc[arm]),
+            "truncated_acc_std": _sd(trunc[arm]),
             "per_step_acc_mean": per_step[arm].mean(axis=0),
             "var_logits_mean": var_logits[arm].mean(),
-            "var_logits_std": spread(var_logits[arm][:, None])[0],
+            "var_logits_std": _sd(var_logits[arm]),
             "var_acc_mean": var_acc[arm].mean(),
+            "disagreement_mean": disagreement[arm].mean(),
             "final_train_loss_mean": float(np.mean([r.final_loss for r in results[arm]])),
             "truncated_acc_per_seed": trunc[arm],
         }
         for arm in config.arms
     }
-    gain = _paired(trunc["meom"], trunc["twd"])  # (T,) each
+    # every arm against the TWD baseline, seed-paired, at every t: (T,) arrays each
+    vs_twd = {arm: _paired(trunc[arm], trunc["twd"]) for arm in config.arms if arm != "twd"}
+    gain = vs_twd["meom"]
     held = bool(np.all(gain["mean"] > config.claim_tolerance))
     secondary: dict[str, Any] = {}
     if "twd+tpd" in results:
-        tpd_gain = _paired(trunc["twd+tpd"], trunc["twd"])
-        secondary["tpd_gain_at_t1_pp"] = tpd_gain["mean"][0]
-        secondary["tpd_gain_at_t1_se"] = tpd_gain["se"][0]
+        # "TPD raises early-timestep accuracy": the paired gain of TWD+TPD over TWD at t = 1
+        tpd_gain = vs_twd["twd+tpd"]
         secondary["tpd_raises_t1"] = bool(tpd_gain["mean"][0] > 0)
+        secondary["tpd_raises_t1_significant"] = bool(tpd_gain["significant"][0] and tpd_gain["mean"][0] > 0)
     if "twd+tmpd" in results:
-        dv = _paired(var_logits["twd+tmpd"][:, None], var_logits["twd"][:, None])
-        secondary["tmpd_var_logits_change"] = dv["mean"][0]
-        secondary["tmpd_var_logits_change_se"] = dv["se"][0]
-        secondary["tmpd_lowers_var_logits"] = bool(dv["mean"][0] < 0)
-        secondary["tmpd_var_acc_change"] = (var_acc["twd+tmpd"] - var_acc["twd"]).mean()
+        # "TMPD lowers temporal variance": paired change TWD+TMPD - TWD of each Var@T candidate
+        for name, values in (("var_logits", var_logits), ("disagreement", disagreement), ("var_acc", var_acc)):
+            dv = _paired(values["twd+tmpd"], values["twd"])
+            secondary[f"tmpd_{name}_change"] = dv["mean"]
+            secondary[f"tmpd_{name}_change_ci95"] = dv["ci95"]
+            secondary[f"tmpd_lowers_{name}"] = bool(dv["mean"] < 0)
+            secondary[f"tmpd_lowers_{name}_significant"] = bool(dv["significant"] and dv["mean"] < 0)
     metrics = {
+        "cpu_time_s": cpu_time_s,
         "teacher_acc_mean": 100 * np.mean(teacher_acc),
         "teacher_acc_per_seed": 100 * np.array(teacher_acc),
         "arms": arms_metrics,
-        "meom_minus_twd_pp": gain,
+        "gain_vs_twd_pp": vs_twd,
         "secondary": secondary,
     }
     _plot(config, ctx, trunc, gain)
     evidence = {
         "meom_minus_twd_mean_pp_by_t": gain["mean"],
         "meom_minus_twd_se_pp_by_t": gain["se"],
+        "meom_minus_twd_ci95_pp_by_t": gain["ci95"],
+        "meom_gain_significant_by_t": gain["significant"],
         "meom_wins_by_t": gain["wins"],
         "n_seeds": n,
         "tolerance_pp": config.claim_tolerance,
@@ -402,15 +450,17 @@ def _outcome(
         f"T={T}, {n} seeds: MEOM {arms_metrics['meom']['acc_full_T_mean']:.2f}% vs TWD "
         f"{arms_metrics['twd']['acc_full_T_mean']:.2f}% at full T; paired gain by t = "
         + ", ".join(f"{g:+.2f}" for g in gain["mean"])
-        + f" pp ({n_sig}/{T} beyond 2 SE); teacher {metrics['teacher_acc_mean']:.1f}%"
+        + f" pp ({n_sig}/{T} significant, paired t-test at 5%); teacher {metrics['teacher_acc_mean']:.1f}%"
     )
-    notes = (
-        "Gains are seed-paired means (shared init and batch order). "
-        + ("All gains are within 2 standard errors: not significant at this scale. " if n_sig == 0 else "")
-        + "Var@T definition of the paper unknown; two candidates reported."
-    )
-    if "ce" in results and arms_metrics["twd"]["acc_full_T_mean"] < arms_metrics["ce"]["acc_full_T_mean"]:
-        notes += " TWD is below the CE-only student at full T here: the constant-teacher KD term did not help."
+    not_significant = ", ".join(str(t + 1) for t in np.flatnonzero(~gain["significant"]))
+    notes = "Gains are seed-paired means (shared init and batch order). "
+    if not_significant:
+        notes += f"MEOM - TWD is not significant (paired t-test, 5%) at t = {not_significant}. "
+    notes += "Var@T definition of the paper unknown; three candidates reported."
+    if "ce" in results and vs_twd["ce"]["mean"][-1] > 0:
+        notes += " TWD is below the CE-only student at full T here: the constant-teacher KD term did not help" + (
+            " (significant)." if vs_twd["ce"]["significant"][-1] else " (within seed noise)."
+        )
     return Outcome(metrics=metrics, claim_held=held, evidence=evidence, measurement=measurement, notes=notes)
 
 
@@ -419,7 +469,7 @@ def _plot(config: MEOMConfig, ctx: RunContext, trunc: dict[str, np.ndarray], gai
     fig, ax = figure()
     for arm, acc in trunc.items():
         mean = acc.mean(axis=0)
-        sd = acc.std(axis=0, ddof=1) if acc.shape[0] > 1 else np.zeros_like(mean)
+        sd = _sd(acc)
         ax.plot(ts, mean, marker="o", label=arm)
         ax.fill_between(ts, mean - sd, mean + sd, alpha=0.15)
     ax.set_xlabel("inference timesteps t (truncated)")
@@ -430,10 +480,10 @@ def _plot(config: MEOMConfig, ctx: RunContext, trunc: dict[str, np.ndarray], gai
 
     fig, ax = figure()
     ax.axhline(0.0, color="grey", lw=0.8)
-    ax.errorbar(ts, gain["mean"], yerr=2 * gain["se"], marker="o", capsize=3)
+    ax.errorbar(ts, gain["mean"], yerr=gain["ci95"], marker="o", capsize=3)
     ax.set_xlabel("inference timesteps t (truncated)")
     ax.set_ylabel("MEOM − TWD accuracy (pp)")
-    ax.set_title("Seed-paired gain, ± 2 standard errors")
+    ax.set_title(f"Seed-paired gain, 95% confidence interval (t, {config.n_seeds - 1} dof)")
     savefig(fig, ctx.plot_path("meom_minus_twd.png"))
 
 

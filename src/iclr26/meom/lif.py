@@ -46,7 +46,7 @@ class SigmoidSurrogateSpike(torch.autograd.Function):
         return grad_output * ctx.alpha * sig * (1.0 - sig), None
 
 
-def spike(x: Tensor, alpha: float = 4.0) -> Tensor:
+def spike(x: Tensor, *, alpha: float = 4.0) -> Tensor:
     """Spikes ``Theta(x)`` with the sigmoid surrogate gradient of sharpness ``alpha``.
 
     Args:
@@ -116,7 +116,7 @@ def lif_multistep(
             # H_t = V_reset + beta (V_{t-1} - V_reset) + X_t
             h = v_reset + decay * (v - v_reset) + x_t
         # S_t = Theta(H_t - V_th)
-        s = spike(h - v_threshold, alpha)
+        s = spike(h - v_threshold, alpha=alpha)
         s_reset = s.detach() if detach_reset else s
         if v_reset is None:
             # V_t = H_t - V_th S_t

@@ -89,8 +89,26 @@ def kd_kl(student_logits: Tensor, teacher_logits: Tensor, *, tau: float = 3.0) -
 
     Returns:
         A scalar tensor.
+
+    Raises:
+        ValueError: if the class counts (last axes) differ or ``teacher_logits`` does not broadcast to
+            ``student_logits``, or ``tau`` is not positive.
     """
     _check_tau(tau)
+    if teacher_logits.shape[-1:] != student_logits.shape[-1:]:
+        raise ValueError(
+            f"teacher_logits: class count {tuple(teacher_logits.shape)[-1:]} differs from the student's "
+            f"{tuple(student_logits.shape)[-1:]} (last axis); teacher and student must share the classes"
+        )
+    try:
+        broadcast = torch.broadcast_shapes(teacher_logits.shape, student_logits.shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != student_logits.shape:
+        raise ValueError(
+            f"teacher_logits: shape {tuple(teacher_logits.shape)} does not broadcast to the student's "
+            f"{tuple(student_logits.shape)}"
+        )
     log_p_s = F.log_softmax(student_logits / tau, dim=-1)
     log_p_t = F.log_softmax(teacher_logits / tau, dim=-1)
     # KL(p_T || p_S) = sum_c p_T (log p_T - log p_S), per sample
@@ -315,7 +333,12 @@ def twd_loss(
 
     Returns:
         :class:`TWDLoss`.
+
+    Raises:
+        ValueError: for mismatched shapes or class counts, or a negative ``kd_weight``.
     """
+    if kd_weight < 0:
+        raise ValueError(f"kd_weight: the KD weight must be non-negative, got {kd_weight}")
     ce = per_timestep_ce(student_logits_per_t, targets)
     kd = temporal_kd_loss(student_logits_per_t, teacher_logits.detach(), tau=tau)
     return TWDLoss(total=ce + kd_weight * kd, ce=ce, kd=kd)
@@ -406,7 +429,7 @@ def meom_loss(
             t, tuple(teacher_features.shape[1:]), keep_prob=keep_prob, generator=generator,
             dtype=teacher_features.dtype, device=teacher_features.device,
         )  # fmt: skip
-    elif masks.shape[0] != t:
+    elif masks.dim() < 2 or masks.shape[0] != t:
         raise ValueError(f"masks: expected one mask per timestep (T={t} along axis 0), got {tuple(masks.shape)}")
     with torch.no_grad():
         teacher_logits = teacher_head(teacher_features.detach())  # (B, C)

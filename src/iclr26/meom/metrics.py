@@ -5,9 +5,11 @@ argmax_c zbar_<=t, the average of its first t per-timestep logits ("truncated in
 causal and the input is repeated, the first t outputs of a T-step run are exactly those of a t-step run, so one
 T-step pass gives the accuracy at every truncation point.
 
-The paper reports a temporal variance "Var@T" whose definition could not be read. Two candidates are computed:
+The paper reports a temporal variance "Var@T" whose definition could not be read. Three candidates are computed:
 - :func:`logit_temporal_variance`: the variance over t = 1..T of the per-timestep logits z_t, averaged over
   samples and classes (how much the per-timestep outputs disagree);
+- :func:`prediction_disagreement`: the share of (sample, timestep) pairs whose own argmax differs from the
+  full-length prediction (invariant to rescaling the logits, which the logit variance is not);
 - :func:`accuracy_temporal_variance`: the variance over t = 1..T of the truncated accuracies, in percent^2.
 
 Shapes: T timesteps, B batch (N for a whole split), C classes.
@@ -60,6 +62,29 @@ def logit_temporal_variance(logits_per_t: Tensor) -> float:
         raise ValueError(f"logits_per_t: expected shape (T, N, C), got {tuple(logits_per_t.shape)}")
     z = logits_per_t.to(torch.float64)
     return float(z.var(dim=0, unbiased=False).mean())
+
+
+def prediction_disagreement(logits_per_t: Tensor) -> float:
+    """The share of (sample, timestep) pairs whose own decision differs from the full-length decision.
+
+    d = mean_n (1/T) sum_t [argmax_c z_t[n] != argmax_c zbar_<=T[n]].
+
+    Unlike :func:`logit_temporal_variance` it is invariant to a positive rescaling of the logits, so a student
+    whose logits are merely smaller (softer) does not score lower for that reason alone.
+
+    Args:
+        logits_per_t: z, shape (T, N, C).
+
+    Returns:
+        A float in [0, 1]; 0 iff every timestep's argmax equals the full-length prediction.
+
+    Raises:
+        ValueError: if ``logits_per_t`` is not (T, N, C).
+    """
+    if logits_per_t.dim() != 3:
+        raise ValueError(f"logits_per_t: expected shape (T, N, C), got {tuple(logits_per_t.shape)}")
+    final = cumulative_mean_logits(logits_per_t)[-1].argmax(dim=-1)  # (N,)
+    return float((logits_per_t.argmax(dim=-1) != final.unsqueeze(0)).to(torch.float64).mean())
 
 
 def accuracy_temporal_variance(accuracy_per_t: Tensor) -> float:

@@ -79,7 +79,7 @@ class ConvTeacher(nn.Module):
         widths: channel counts of the three conv layers.
     """
 
-    def __init__(self, in_channels: int, num_classes: int, widths: tuple[int, int, int] = (16, 32, 64)) -> None:
+    def __init__(self, in_channels: int, num_classes: int, *, widths: tuple[int, int, int] = (16, 32, 64)) -> None:
         super().__init__()
         _check_widths(widths)
         c1, c2, c3 = widths
@@ -130,6 +130,7 @@ class SpikingConvNet(nn.Module):
         self,
         in_channels: int,
         num_classes: int,
+        *,
         timesteps: int,
         widths: tuple[int, int, int] = (16, 32, 64),
         make_lif: Callable[[], nn.Module] = LIF,
@@ -157,7 +158,7 @@ class SpikingConvNet(nn.Module):
 
 
 @torch.no_grad()
-def predict_logits(model: nn.Module, x: Tensor, batch_size: int = 512) -> Tensor:
+def predict_logits(model: nn.Module, x: Tensor, *, batch_size: int = 512) -> Tensor:
     """Run ``model`` in eval mode over ``x`` in batches and concatenate along the batch axis.
 
     Returns:
