@@ -1,0 +1,428 @@
+"""Subgames as flat arrays, and CFR+ on them (the solver LAMIR runs at test time on the merged abstract subgame).
+
+A subgame is a tree of simultaneous-move decision nodes (a player with one forced action has no infoset there),
+chance nodes and terminal nodes, with one or more root nodes weighted by an external reach (the merged root of the
+paper: each root is a joint abstraction, weighted by the reach of the histories merged into it). Depth-limit
+("multi-valued state") leaves are ordinary decision nodes in which both players pick one of ``T`` policy
+transformations, followed by terminals holding the value network's payoffs.
+
+CFR+ (Tammelin 2014; Tammelin et al. 2015), one iteration ``t``, for ``p`` = 0 then 1 (alternating updates):
+
+1. current strategies by regret matching+: ``σ_p(I, a) = R⁺(I, a) / Σ_b R⁺(I, b)`` (uniform if all zero);
+2. forward pass: reaches ``π_0, π_1`` and the external/chance reach ``π_c`` of every node;
+3. backward pass: player 0's expected utility ``v(h)`` of every node under ``σ``;
+4. counterfactual action values ``q_p(I, a) = Σ_{h∈I} π_{-p}(h) π_c(h) Σ_{a'} σ_{-p}(a') u_p(h·(a, a'))``;
+5. regret update ``R⁺(I, a) ← max(R⁺(I, a) + q_p(I, a) − Σ_b σ_p(I, b) q_p(I, b), 0)``;
+6. average strategy ``S_p(I, a) += t · Σ_{h∈I} π_p(h) σ_p(I, a)`` (CFR+'s linear averaging).
+
+Glossary: ``E`` edges, ``M_p`` infoset-actions of player ``p``, ``J_p`` infosets of player ``p``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Subgame:
+    """A subgame in flat arrays (build it with :class:`SubgameBuilder`).
+
+    Attributes:
+        num_nodes: nodes in the tree.
+        utility: ``(num_nodes,)`` player 0's payoff at terminal nodes (0 elsewhere).
+        is_terminal: ``(num_nodes,)`` bool.
+        roots: root node ids.
+        root_weight: ``(len(roots),)`` external reach of each root (chance and merged ranges).
+        edge_parent, edge_child: ``(E,)`` every edge, sorted by the parent's depth.
+        edge_ia: ``(2, E)`` each player's infoset-action index on the edge, ``-1`` where the player is forced.
+        edge_prob: ``(E,)`` chance probability of the edge (1 on decision edges).
+        edge_depth: ``(E,)`` depth of the parent.
+        ia_infoset: per player, ``(M_p,)`` the infoset of each infoset-action.
+        ia_action: per player, ``(M_p,)`` the action label of each infoset-action.
+        infoset_keys: per player, the key of each infoset.
+        node_infoset: ``(2, num_nodes)`` each player's infoset at a node, ``-1`` if forced or not a decision.
+    """
+
+    num_nodes: int
+    utility: np.ndarray
+    is_terminal: np.ndarray
+    roots: np.ndarray
+    root_weight: np.ndarray
+    edge_parent: np.ndarray
+    edge_child: np.ndarray
+    edge_ia: np.ndarray
+    edge_prob: np.ndarray
+    edge_depth: np.ndarray
+    ia_infoset: tuple[np.ndarray, np.ndarray]
+    ia_action: tuple[np.ndarray, np.ndarray]
+    infoset_keys: tuple[tuple[object, ...], tuple[object, ...]]
+    node_infoset: np.ndarray
+
+    def num_infosets(self, player: int) -> int:
+        """``J_p``."""
+        return len(self.infoset_keys[player])
+
+    def infoset_index(self, player: int) -> dict[object, int]:
+        """Map from infoset key to id for ``player``."""
+        return {k: i for i, k in enumerate(self.infoset_keys[player])}
+
+
+class SubgameBuilder:
+    """Builds a :class:`Subgame` bottom-up: children before parents, then :meth:`finalize` with the roots."""
+
+    def __init__(self) -> None:
+        self._utility: list[float] = []
+        self._terminal: list[bool] = []
+        self._edges: list[tuple[int, int, int, int, float]] = []  # parent, child, ia0, ia1, prob
+        self._node_infoset: list[tuple[int, int]] = []
+        self._has_parent: list[bool] = []
+        self._infoset_id: tuple[dict[object, int], dict[object, int]] = ({}, {})
+        self._infoset_actions: tuple[list[tuple[int, ...]], list[tuple[int, ...]]] = ([], [])
+        self._ia_offset: tuple[list[int], list[int]] = ([], [])
+        self._ia_count = [0, 0]
+
+    def _node(self, utility: float, terminal: bool, infosets: tuple[int, int]) -> int:
+        self._utility.append(float(utility))
+        self._terminal.append(terminal)
+        self._node_infoset.append(infosets)
+        self._has_parent.append(False)
+        return len(self._utility) - 1
+
+    def infoset(self, player: int, key: object, actions: Sequence[int]) -> int:
+        """The id of ``player``'s infoset ``key`` with the given action labels (created on first use).
+
+        Raises:
+            ValueError: if ``actions`` is empty or differs from an earlier call with the same key.
+        """
+        actions = tuple(int(a) for a in actions)
+        if not actions:
+            raise ValueError(f"infoset {key!r} of player {player}: actions must be non-empty")
+        index = self._infoset_id[player]
+        if key in index:
+            if self._infoset_actions[player][index[key]] != actions:
+                raise ValueError(
+                    f"infoset {key!r} of player {player}: actions {actions} differ from earlier "
+                    f"{self._infoset_actions[player][index[key]]}"
+                )
+            return index[key]
+        index[key] = len(self._infoset_actions[player])
+        self._infoset_actions[player].append(actions)
+        self._ia_offset[player].append(self._ia_count[player])
+        self._ia_count[player] += len(actions)
+        return index[key]
+
+    def terminal(self, utility: float) -> int:
+        """A terminal node with player 0's payoff ``utility``."""
+        return self._node(utility, True, (-1, -1))
+
+    def decision(self, infosets: tuple[int, int], children: np.ndarray) -> int:
+        """A simultaneous decision node.
+
+        Args:
+            infosets: each player's infoset id, or ``-1`` for a player with one forced action.
+            children: ``(n0, n1)`` child node ids, ``n_p`` the number of actions of player ``p``'s infoset
+                (1 when forced).
+
+        Raises:
+            ValueError: if the shape of ``children`` does not match the infosets' action counts, or a child
+                already has a parent.
+        """
+        children = np.asarray(children, dtype=np.int64)
+        counts = tuple(1 if infosets[p] < 0 else len(self._infoset_actions[p][infosets[p]]) for p in (0, 1))
+        if children.shape != counts:
+            raise ValueError(f"children must have shape {counts} (actions per player), got {children.shape}")
+        node = self._node(0.0, False, infosets)
+        for a0 in range(counts[0]):
+            for a1 in range(counts[1]):
+                ia = [-1 if infosets[p] < 0 else self._ia_offset[p][infosets[p]] + (a0, a1)[p] for p in (0, 1)]
+                self._link(node, int(children[a0, a1]), ia[0], ia[1], 1.0)
+        return node
+
+    def chance(self, children: Sequence[int], probs: Sequence[float]) -> int:
+        """A chance node with the given children and outcome probabilities.
+
+        Raises:
+            ValueError: if the probabilities are negative or do not sum to 1.
+        """
+        probs = np.asarray(probs, dtype=np.float64)
+        if (probs < 0).any() or abs(probs.sum() - 1.0) > 1e-9:
+            raise ValueError(f"chance probabilities must be non-negative and sum to 1, got {probs}")
+        node = self._node(0.0, False, (-1, -1))
+        for child, prob in zip(children, probs, strict=True):
+            self._link(node, int(child), -1, -1, float(prob))
+        return node
+
+    def _link(self, parent: int, child: int, ia0: int, ia1: int, prob: float) -> None:
+        if self._has_parent[child]:
+            raise ValueError(f"node {child} already has a parent; build a tree, not a DAG")
+        self._has_parent[child] = True
+        self._edges.append((parent, child, ia0, ia1, prob))
+
+    def finalize(self, roots: Sequence[int], weights: Sequence[float]) -> Subgame:
+        """The finished subgame with the given root nodes and their external reaches.
+
+        Raises:
+            ValueError: if a root has a parent, weights are negative, or no root has positive weight.
+        """
+        roots = np.asarray(roots, dtype=np.int64)
+        weights = np.asarray(weights, dtype=np.float64)
+        if roots.shape != weights.shape or roots.size == 0:
+            raise ValueError("roots and weights must be non-empty and of equal length")
+        if any(self._has_parent[r] for r in roots):
+            raise ValueError("a root node must not have a parent")
+        if (weights < 0).any() or weights.sum() <= 0:
+            raise ValueError(f"root weights must be non-negative with a positive sum, got {weights}")
+        n = len(self._utility)
+        edges = np.asarray(self._edges, dtype=np.float64).reshape(-1, 5)
+        parent = edges[:, 0].astype(np.int64)
+        child = edges[:, 1].astype(np.int64)
+        depth = np.full(n, -1, dtype=np.int64)
+        depth[roots] = 0
+        # Edges were added bottom-up; walk them top-down to assign depths.
+        by_parent: dict[int, list[int]] = {}
+        for e, p in enumerate(parent):
+            by_parent.setdefault(int(p), []).append(e)
+        frontier = list(roots)
+        while frontier:
+            nxt = []
+            for node in frontier:
+                for e in by_parent.get(int(node), ()):
+                    depth[child[e]] = depth[node] + 1
+                    nxt.append(int(child[e]))
+            frontier = nxt
+        reachable = depth[parent] >= 0 if parent.size else np.zeros(0, dtype=bool)
+        order = np.argsort(depth[parent][reachable], kind="stable")
+        keep = np.flatnonzero(reachable)[order]
+        ia_infoset = []
+        ia_action = []
+        for p in (0, 1):
+            inf = np.zeros(self._ia_count[p], dtype=np.int64)
+            act = np.zeros(self._ia_count[p], dtype=np.int64)
+            for i, actions in enumerate(self._infoset_actions[p]):
+                off = self._ia_offset[p][i]
+                inf[off : off + len(actions)] = i
+                act[off : off + len(actions)] = actions
+            ia_infoset.append(inf)
+            ia_action.append(act)
+        return Subgame(
+            num_nodes=n,
+            utility=np.asarray(self._utility, dtype=np.float64),
+            is_terminal=np.asarray(self._terminal, dtype=bool),
+            roots=roots,
+            root_weight=weights,
+            edge_parent=parent[keep],
+            edge_child=child[keep],
+            edge_ia=edges[keep][:, 2:4].T.astype(np.int64),
+            edge_prob=edges[keep, 4],
+            edge_depth=depth[parent[keep]],
+            ia_infoset=(ia_infoset[0], ia_infoset[1]),
+            ia_action=(ia_action[0], ia_action[1]),
+            infoset_keys=(tuple(self._infoset_id[0]), tuple(self._infoset_id[1])),
+            node_infoset=np.asarray(self._node_infoset, dtype=np.int64).T.reshape(2, n),
+        )
+
+
+@dataclass(frozen=True)
+class SubgameSolution:
+    """CFR+'s output on a subgame.
+
+    Attributes:
+        strategy: per player, ``(M_p,)`` the average strategy over infoset-actions.
+        value: player 0's expected utility of the average profile, ``Σ_roots w · v(root)``.
+        infoset_cfv: per player, ``(J_p,)`` counterfactual value of each infoset under the average profile
+            (in that player's utility).
+        infoset_cf_reach: per player, ``(J_p,)`` the opponent-and-external reach summed over the infoset's nodes
+            (so ``cfv / cf_reach`` is the infoset's expected value).
+        iterations: CFR+ iterations run.
+    """
+
+    strategy: tuple[np.ndarray, np.ndarray]
+    value: float
+    infoset_cfv: tuple[np.ndarray, np.ndarray]
+    infoset_cf_reach: tuple[np.ndarray, np.ndarray]
+    iterations: int
+
+    def infoset_strategy(self, subgame: Subgame, player: int, infoset: int) -> dict[int, float]:
+        """``{action label: probability}`` of the average strategy at one infoset."""
+        mask = subgame.ia_infoset[player] == infoset
+        return dict(zip(subgame.ia_action[player][mask].tolist(), self.strategy[player][mask].tolist(), strict=True))
+
+
+def regret_matching_plus(regret: np.ndarray, ia_infoset: np.ndarray, num_infosets: int) -> np.ndarray:
+    """Step 1: ``σ(I, a) = R⁺(I, a) / Σ_b R⁺(I, b)``, uniform over the infoset's actions when the sum is 0.
+
+    Args:
+        regret: ``(M,)`` cumulative (clipped) regrets.
+        ia_infoset: ``(M,)`` infoset of each infoset-action.
+        num_infosets: ``J``.
+
+    Returns:
+        ``(M,)`` the strategy.
+    """
+    positive = np.maximum(regret, 0.0)
+    total = np.bincount(ia_infoset, weights=positive, minlength=num_infosets)
+    count = np.bincount(ia_infoset, minlength=num_infosets).astype(np.float64)
+    denom = total[ia_infoset]
+    return np.where(denom > 0, positive / np.where(denom > 0, denom, 1.0), 1.0 / count[ia_infoset])
+
+
+def normalize_per_infoset(weights: np.ndarray, ia_infoset: np.ndarray, num_infosets: int) -> np.ndarray:
+    """Normalise non-negative ``weights`` within each infoset (uniform where an infoset's weights sum to 0)."""
+    return regret_matching_plus(weights, ia_infoset, num_infosets)
+
+
+class _Passes:
+    """Forward/backward passes of one subgame, shared by the CFR+ iterations and the final evaluation."""
+
+    def __init__(self, sg: Subgame) -> None:
+        self.sg = sg
+        depths = sg.edge_depth
+        self.layers = [np.flatnonzero(depths == d) for d in range(int(depths.max(initial=-1)) + 1)]
+        self.num_infosets = (sg.num_infosets(0), sg.num_infosets(1))
+
+    def reaches(self, sigma: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """``(3, num_nodes)`` reach of player 0, player 1 and the external/chance reach."""
+        sg = self.sg
+        reach = np.zeros((3, sg.num_nodes))
+        reach[:2, sg.roots] = 1.0
+        reach[2, sg.roots] = sg.root_weight
+        # A trailing 1.0 lets ia = -1 (forced action) index probability 1.
+        full = [np.append(s, 1.0) for s in sigma]
+        for edges in self.layers:
+            par, ch = self.sg.edge_parent[edges], self.sg.edge_child[edges]
+            reach[0, ch] = reach[0, par] * full[0][sg.edge_ia[0, edges]]
+            reach[1, ch] = reach[1, par] * full[1][sg.edge_ia[1, edges]]
+            reach[2, ch] = reach[2, par] * sg.edge_prob[edges]
+        return reach
+
+    def values(self, sigma: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """``(num_nodes,)`` player 0's expected utility of every node under ``sigma``."""
+        sg = self.sg
+        full = [np.append(s, 1.0) for s in sigma]
+        value = np.where(sg.is_terminal, sg.utility, 0.0)
+        for edges in reversed(self.layers):
+            par, ch = sg.edge_parent[edges], sg.edge_child[edges]
+            w = full[0][sg.edge_ia[0, edges]] * full[1][sg.edge_ia[1, edges]] * sg.edge_prob[edges]
+            value += np.bincount(par, weights=w * value[ch], minlength=sg.num_nodes)
+        return value
+
+    def action_values(
+        self, player: int, sigma: tuple[np.ndarray, np.ndarray], reach: np.ndarray, value: np.ndarray
+    ) -> np.ndarray:
+        """Step 4: ``(M_p,)`` counterfactual action values of ``player`` (in its own utility)."""
+        sg = self.sg
+        opp = 1 - player
+        sel = sg.edge_ia[player] >= 0
+        par, ch = sg.edge_parent[sel], sg.edge_child[sel]
+        opp_full = np.append(sigma[opp], 1.0)
+        sign = 1.0 if player == 0 else -1.0
+        w = reach[opp, par] * reach[2, par] * opp_full[sg.edge_ia[opp, sel]] * sg.edge_prob[sel]
+        return np.bincount(sg.edge_ia[player, sel], weights=sign * w * value[ch], minlength=sg.ia_infoset[player].size)
+
+
+def solve_cfr_plus(sg: Subgame, iterations: int) -> SubgameSolution:
+    """Run ``iterations`` of alternating-update CFR+ (steps 1-6 of the module docstring) on ``sg``.
+
+    Args:
+        sg: the subgame.
+        iterations: number of iterations (each updates both players once).
+
+    Returns:
+        The average strategies, the game value and the infosets' counterfactual values under the average profile.
+
+    Raises:
+        ValueError: if ``iterations`` is not positive.
+    """
+    if iterations < 1:
+        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    passes = _Passes(sg)
+    regret = [np.zeros(sg.ia_infoset[p].size) for p in (0, 1)]
+    avg = [np.zeros(sg.ia_infoset[p].size) for p in (0, 1)]
+    sigma = [regret_matching_plus(regret[p], sg.ia_infoset[p], passes.num_infosets[p]) for p in (0, 1)]
+    for t in range(1, iterations + 1):
+        for p in (0, 1):
+            reach = passes.reaches((sigma[0], sigma[1]))
+            value = passes.values((sigma[0], sigma[1]))
+            q = passes.action_values(p, (sigma[0], sigma[1]), reach, value)
+            # Step 5: regret of each action against the infoset's expected counterfactual value.
+            expected = np.bincount(sg.ia_infoset[p], weights=sigma[p] * q, minlength=passes.num_infosets[p])
+            regret[p] = np.maximum(regret[p] + q - expected[sg.ia_infoset[p]], 0.0)
+            # Step 6: linear averaging weighted by the player's own reach of the infoset's nodes.
+            own = _own_reach(sg, p, reach)
+            avg[p] += t * own[sg.ia_infoset[p]] * sigma[p]
+            sigma[p] = regret_matching_plus(regret[p], sg.ia_infoset[p], passes.num_infosets[p])
+    strategy = tuple(normalize_per_infoset(avg[p], sg.ia_infoset[p], passes.num_infosets[p]) for p in (0, 1))
+    return evaluate_profile(sg, (strategy[0], strategy[1]), iterations=iterations)
+
+
+def _own_reach(sg: Subgame, player: int, reach: np.ndarray) -> np.ndarray:
+    """``(J_p,)`` the player's own reach summed over each infoset's nodes."""
+    nodes = np.flatnonzero(sg.node_infoset[player] >= 0)
+    return np.bincount(sg.node_infoset[player, nodes], weights=reach[player, nodes], minlength=sg.num_infosets(player))
+
+
+def evaluate_profile(sg: Subgame, strategy: tuple[np.ndarray, np.ndarray], *, iterations: int = 0) -> SubgameSolution:
+    """Value and infoset counterfactual values of a fixed profile (used on CFR+'s average strategy)."""
+    passes = _Passes(sg)
+    reach = passes.reaches(strategy)
+    value = passes.values(strategy)
+    cfv = []
+    cf_reach = []
+    for p in (0, 1):
+        q = passes.action_values(p, strategy, reach, value)
+        cfv.append(np.bincount(sg.ia_infoset[p], weights=strategy[p] * q, minlength=passes.num_infosets[p]))
+        nodes = np.flatnonzero(sg.node_infoset[p] >= 0)
+        cf_reach.append(
+            np.bincount(
+                sg.node_infoset[p, nodes],
+                weights=reach[1 - p, nodes] * reach[2, nodes],
+                minlength=passes.num_infosets[p],
+            )
+        )
+    root_value = float(np.dot(sg.root_weight, value[sg.roots]))
+    return SubgameSolution(
+        strategy=strategy,
+        value=root_value,
+        infoset_cfv=(cfv[0], cfv[1]),
+        infoset_cf_reach=(cf_reach[0], cf_reach[1]),
+        iterations=iterations,
+    )
+
+
+def best_response_values(sg: Subgame, strategy: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+    """Each player's best-response value (own utility) against the other's fixed strategy in ``sg``.
+
+    Computed bottom-up over the responder's infosets (the subgame must have perfect recall for the responder):
+    an infoset's value is the max over its actions of the summed counterfactual action values.
+    Used to measure how far a CFR+ solution is from equilibrium (``NashConv = Σ_p BR_p − u_p``).
+    """
+    passes = _Passes(sg)
+    out = []
+    for p in (0, 1):
+        reach = passes.reaches(strategy)
+        # Best-response choice per infoset, decided deepest-first: a node's infoset value depends only on deeper
+        # infosets of the responder.
+        br = strategy[p].copy()
+        infoset_depth = np.full(sg.num_infosets(p), -1)
+        nodes = np.flatnonzero(sg.node_infoset[p] >= 0)
+        node_depth = np.zeros(sg.num_nodes, dtype=np.int64)
+        node_depth[sg.edge_child] = sg.edge_depth + 1
+        np.maximum.at(infoset_depth, sg.node_infoset[p, nodes], node_depth[nodes])
+        for d in sorted(set(infoset_depth.tolist()), reverse=True):
+            if d < 0:
+                continue
+            value = passes.values((br, strategy[1]) if p == 0 else (strategy[0], br))
+            q = passes.action_values(p, (br, strategy[1]) if p == 0 else (strategy[0], br), reach, value)
+            for infoset in np.flatnonzero(infoset_depth == d):
+                mask = np.flatnonzero(sg.ia_infoset[p] == infoset)
+                choice = np.zeros(mask.size)
+                choice[int(np.argmax(q[mask]))] = 1.0
+                br[mask] = choice
+        final = (br, strategy[1]) if p == 0 else (strategy[0], br)
+        value = passes.values(final)
+        sign = 1.0 if p == 0 else -1.0
+        out.append(sign * float(np.dot(sg.root_weight, value[sg.roots])))
+    return out[0], out[1]
