@@ -75,6 +75,8 @@ def test_own_action_history_is_recorded_per_infoset():
         ("kuhn_poker", {"players": 3}, "exactly 2 players"),
         ("kuhn_poker", {}, "chance"),
         ("goofspiel", {"imp_info": True, "points_order": "random", "num_cards": 3}, "chance"),
+        ("goofspiel", {"imp_info": False, "points_order": "descending", "num_cards": 3}, "perfect-information"),
+        ("matrix_rps", {}, "public observer"),
     ],
 )
 def test_games_outside_the_scope_raise_a_clear_error(name, params, fragment):

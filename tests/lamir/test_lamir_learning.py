@@ -95,6 +95,22 @@ def test_tiny_game_structure():
     assert tree.max_steps == 2
 
 
+def test_abstraction_agreement_by_hand():
+    from iclr26.lamir.accuracy import abstraction_agreement
+
+    tree = tiny_tree()
+    # Identity: every infoset its own abstract infoset, so everything is one-to-one and separated.
+    identity = tuple(np.arange(tree.num_infosets(p)) for p in (0, 1))
+    assert abstraction_agreement(tree, identity) == (1.0, 1.0)
+    # Everything merged into abstract infoset 0: only the root public state (one infoset per player) stays
+    # one-to-one, 2 of the 3 × 2 (public state, player) pairs; none of the 2 × 2 × 2 ordered same-state pairs of
+    # the two round-1 public states is separated.
+    merged = tuple(np.zeros(tree.num_infosets(p), dtype=np.int64) for p in (0, 1))
+    agreement = abstraction_agreement(tree, merged)
+    assert agreement.one_to_one == pytest.approx(1 / 3)
+    assert agreement.separated == 0.0
+
+
 def test_learner_recovers_the_tiny_game_exactly():
     torch.manual_seed(0)
     tree = tiny_tree()

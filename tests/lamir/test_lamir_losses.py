@@ -122,7 +122,7 @@ def test_neurd_threshold_stops_pushing_saturated_logits():
 
 
 def test_gamma_annealing_is_geometric_and_capped():
-    assert annealed_gamma(0.0, 0.25, 64.0) == pytest.approx(0.25)
+    assert annealed_gamma(0.0, start=0.25, end=64.0) == pytest.approx(0.25)
     # Halfway through the annealing window (0.35 of 0.7): sqrt(0.25 · 64) = 4.
-    assert annealed_gamma(0.35, 0.25, 64.0) == pytest.approx(4.0)
-    assert annealed_gamma(0.9, 0.25, 64.0) == pytest.approx(64.0)
+    assert annealed_gamma(0.35, start=0.25, end=64.0) == pytest.approx(4.0)
+    assert annealed_gamma(0.9, start=0.25, end=64.0) == pytest.approx(64.0)

@@ -21,6 +21,7 @@ def test_smoke_run_writes_a_complete_record(smoke):
         assert model["match_vs_base"]["games"] == 20
     # The Kuhn check and the true-model search are exact machinery: near-Nash even at smoke scale.
     assert metrics["kuhn_true_model_exploitability"] < 0.02
+    assert 0.0 <= metrics["leduc_true_model_exploitability"] <= 1.0  # 30 CFR+ iterations on a 9457-node game
     assert metrics["true_model_full_exploitability"] < 0.02
     # Training moved the base policy (its exploitability at the first and last checkpoints differ).
     curve = metrics["base_exploitability_curve"]
@@ -43,6 +44,8 @@ def test_bad_override_names_the_field(cli):
         ({"sweep_capacities": ()}, "sweep_capacities"),
         ({"gamma_start": 100.0}, "gamma_start"),
         ({"exact_kappa": "cards"}, "exact_kappa"),
+        ({"sweep_capacities": (2, 2), "limited_capacity": 2}, "sweep_capacities"),
+        ({"latent_dim": 0}, "latent_dim"),
     ],
 )
 def test_config_validation_names_the_field(changes, field):

@@ -12,7 +12,14 @@ Drop-in components (OpenSpiel idiom; needs the ``games`` extra, ``open-spiel``):
 
 from iclr26.lamir.bot import LamirBot, ResolveCache
 from iclr26.lamir.features import GameFeatures, game_features
-from iclr26.lamir.games import GameTree, UnsupportedGameError, load_goofspiel, tabulate, tabulate_game
+from iclr26.lamir.games import (
+    GameTree,
+    UnsupportedGameError,
+    goofspiel_game,
+    load_goofspiel,
+    tabulate,
+    tabulate_game,
+)
 from iclr26.lamir.learners import AbstractModelLearner, BaseAgentLearner, BaseAgentSettings, ModelSettings
 from iclr26.lamir.networks import AbstractModel
 from iclr26.lamir.search import ContinualResolver, LearnedModel, TrueModel, resolve_all, transformed_values
@@ -36,6 +43,7 @@ __all__ = [
     "TrueModel",
     "UnsupportedGameError",
     "game_features",
+    "goofspiel_game",
     "load_goofspiel",
     "resolve_all",
     "solve_cfr_plus",

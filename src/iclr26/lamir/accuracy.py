@@ -1,4 +1,5 @@
-"""How closely a learned abstract model matches the real game (the "recovers the exact game" claim, paper §5).
+"""How closely a learned abstract model matches the real game (the "recovers the exact game" claim;
+notes §3, small games).
 
 Measured over every history of the tabulated game:
 
@@ -13,6 +14,7 @@ Glossary: ``K_p`` infosets, ``S`` public states, ``N`` nodes, ``T`` transformati
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -60,8 +62,20 @@ class ModelAccuracy:
         )
 
 
-def abstraction_agreement(tree: GameTree, abstraction: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
-    """(share of one-to-one (public state, player) pairs, share of separated same-public-state infoset pairs)."""
+class AbstractionAgreement(NamedTuple):
+    """How well an abstraction separates the infosets of each public state.
+
+    Attributes:
+        one_to_one: share of (public state, player) pairs whose infosets get distinct abstract infosets.
+        separated: share of same-public-state infoset pairs that get distinct abstract infosets.
+    """
+
+    one_to_one: float
+    separated: float
+
+
+def abstraction_agreement(tree: GameTree, abstraction: tuple[np.ndarray, np.ndarray]) -> AbstractionAgreement:
+    """Compare an abstraction (per player ``(K_p,)`` abstract infoset ids) with the real infoset partition."""
     one_to_one = []
     separated = 0
     pairs = 0
@@ -73,7 +87,25 @@ def abstraction_agreement(tree: GameTree, abstraction: tuple[np.ndarray, np.ndar
             total = labels.size * (labels.size - 1)
             separated += total - same
             pairs += total
-    return float(np.mean(one_to_one)), float(separated / pairs) if pairs else 1.0
+    return AbstractionAgreement(
+        one_to_one=float(np.mean(one_to_one)), separated=float(separated / pairs) if pairs else 1.0
+    )
+
+
+def _history_latents(
+    tree: GameTree,
+    features: GameFeatures,
+    model: AbstractModel,
+    abstraction: tuple[np.ndarray, np.ndarray],
+    nodes: np.ndarray,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per player ``(n, D)``: the latent ``Λ^I(s_0, l)`` of each history's public state and abstract infoset."""
+    pub = features.public[torch.from_numpy(tree.node_public[nodes])]
+    latents = []
+    for p in (0, 1):
+        onehot = features.player_onehot[p].expand(nodes.size, 2)
+        latents.append(model.latent(pub, torch.from_numpy(abstraction[p][tree.node_infoset[nodes, p]]), onehot))
+    return latents[0], latents[1]
 
 
 @torch.no_grad()
@@ -86,11 +118,7 @@ def learned_values_on_real_histories(
     learned abstraction and dynamics (an ablation; not in the paper).
     """
     nodes = np.flatnonzero(tree.node_kind == DECISION)
-    latents = []
-    for p in (0, 1):
-        pub = features.public[torch.from_numpy(tree.node_public[nodes])]
-        onehot = features.player_onehot[p].expand(nodes.size, 2)
-        latents.append(model.latent(pub, torch.from_numpy(abstraction[p][tree.node_infoset[nodes, p]]), onehot))
+    latents = _history_latents(tree, features, model, abstraction, nodes)
     values = model.values(latents[0], latents[1]).numpy().astype(np.float64)
     out = np.zeros((tree.num_nodes, *values.shape[1:]))
     out[nodes] = values
@@ -116,14 +144,9 @@ def model_accuracy(
         abstraction: per player ``(K_p,)`` abstract infoset of every infoset.
         exact_values: ``(N, T, T)`` exact transformed-policy values (from ``search.transformed_values``).
     """
-    one_to_one, separated = abstraction_agreement(tree, abstraction)
+    agreement = abstraction_agreement(tree, abstraction)
     nodes = np.flatnonzero(tree.node_kind == DECISION)
-    latents = []
-    for p in (0, 1):
-        info = tree.node_infoset[nodes, p]
-        pub = features.public[torch.from_numpy(tree.node_public[nodes])]
-        onehot = features.player_onehot[p].expand(nodes.size, 2)
-        latents.append(model.latent(pub, torch.from_numpy(abstraction[p][info]), onehot))
+    latents = _history_latents(tree, features, model, abstraction, nodes)
     # value of every history
     pred_values = model.values(latents[0], latents[1]).numpy()
     value_mae = float(np.abs(pred_values - exact_values[nodes]).mean())
@@ -155,9 +178,9 @@ def model_accuracy(
     real_pub = tree.public_tensor[tree.node_public[kids[cont]]] > 0.5
     real_reward = tree.reward[kids[is_terminal]]
     return ModelAccuracy(
-        one_to_one_public_states=one_to_one,
-        separated_pairs=separated,
-        exact_abstraction=one_to_one == 1.0,
+        one_to_one_public_states=agreement.one_to_one,
+        separated_pairs=agreement.separated,
+        exact_abstraction=agreement.one_to_one == 1.0,
         terminal_accuracy=float((pred_terminal == is_terminal).mean()),
         public_accuracy=float((pred_pub == real_pub).all(-1).mean()) if cont.any() else 1.0,
         reward_mae=float(np.abs(reward[is_terminal] - real_reward).mean()),

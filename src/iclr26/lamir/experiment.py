@@ -13,7 +13,8 @@ What one run does:
 5. head-to-head: LAMIR's ``pyspiel.Bot`` against the base policy's bot in sampled games (both seats, 95% CI),
    and the exact expected score; and an ablation: the true game's depth-1 search with v_θ's values at the
    leaves (isolates the value function's error from the abstraction's and the dynamics');
-6. Kuhn poker: continual resolving with the true model (the exact check of the search machinery).
+6. Kuhn and Leduc poker: continual resolving with the true model (exact checks of the search machinery; Leduc
+   has a chance node between public states).
 
 Claim 1 holds if the history-κ model's abstraction is one-to-one, its dynamics exact, and its search's
 exploitability within ``exactness_tolerance`` of the true-model depth-1 search. Claim 2 holds if the search on the
@@ -129,7 +130,10 @@ class LamirConfig(ExperimentConfig):
     checkpoint_every: int = field(
         default=250, metadata={"help": "steps between training-curve checkpoints (base exploitability, losses)"}
     )
-    kuhn_iterations: int = field(default=300, metadata={"help": "CFR+ iterations of the Kuhn-poker true-model check"})
+    poker_iterations: int = field(
+        default=300,
+        metadata={"help": "CFR+ iterations per resolve of the Kuhn- and Leduc-poker true-model checks (our choice)"},
+    )
 
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {
@@ -144,7 +148,7 @@ class LamirConfig(ExperimentConfig):
             "cfr_iterations": 30,
             "match_games": 20,
             "checkpoint_every": 20,
-            "kuhn_iterations": 30,
+            "poker_iterations": 30,
         },
         "gpu": {
             "num_cards": 5,
@@ -174,29 +178,30 @@ class LamirConfig(ExperimentConfig):
             f"must be positive integers, got {self.sweep_capacities}",
         )
         require(
+            len(set(self.sweep_capacities)) == len(self.sweep_capacities),
+            "sweep_capacities",
+            f"must not repeat a capacity (each names one model), got {self.sweep_capacities}",
+        )
+        require(
             self.limited_capacity in self.sweep_capacities,
             "limited_capacity",
             f"must be one of sweep_capacities {self.sweep_capacities}, got {self.limited_capacity}",
         )
         require(self.num_transformations >= 1, "num_transformations", "must be >= 1")
-        require(0 < self.gamma_start <= self.gamma_end, "gamma_start", "need 0 < gamma_start <= gamma_end")
-        require(self.hidden >= 1 and self.latent_dim >= 1, "hidden", "hidden and latent_dim must be >= 1")
+        require(
+            0 < self.gamma_start <= self.gamma_end,
+            "gamma_start",
+            f"need 0 < gamma_start <= gamma_end, got {self.gamma_start} and {self.gamma_end}",
+        )
+        require(self.hidden >= 1, "hidden", f"must be >= 1, got {self.hidden}")
+        require(self.latent_dim >= 1, "latent_dim", f"must be >= 1, got {self.latent_dim}")
         require(self.lr > 0, "lr", f"must be positive, got {self.lr}")
         require(self.rho_bar > 0, "rho_bar", f"must be positive, got {self.rho_bar}")
         require(self.cfr_iterations >= 1, "cfr_iterations", f"must be >= 1, got {self.cfr_iterations}")
         require(self.match_games >= 2, "match_games", f"must be >= 2, got {self.match_games}")
         require(self.exactness_tolerance >= 0, "exactness_tolerance", "must be non-negative")
         require(self.checkpoint_every >= 1, "checkpoint_every", "must be >= 1")
-        require(self.kuhn_iterations >= 1, "kuhn_iterations", "must be >= 1")
-
-
-def _goofspiel(num_cards: int) -> Any:
-    import pyspiel
-
-    return pyspiel.load_game(
-        "goofspiel",
-        {"imp_info": True, "points_order": "descending", "num_cards": num_cards, "returns_type": "win_loss"},
-    )
+        require(self.poker_iterations >= 1, "poker_iterations", f"must be >= 1, got {self.poker_iterations}")
 
 
 def run(config: LamirConfig, ctx: RunContext) -> Outcome:
@@ -208,15 +213,15 @@ def run(config: LamirConfig, ctx: RunContext) -> Outcome:
     from iclr26.lamir.bot import LamirBot, ResolveCache
     from iclr26.lamir.evaluation import exploitability, play_match, seat_averaged_score, tabular_policy
     from iclr26.lamir.features import game_features
-    from iclr26.lamir.games import load_goofspiel, tabulate_game
+    from iclr26.lamir.games import goofspiel_game, tabulate_game
     from iclr26.lamir.learners import BaseAgentSettings, ModelSettings
     from iclr26.lamir.search import LearnedModel, TrueModel, resolve_all, transformed_values
     from iclr26.lamir.training import TrainingResult, train_lamir
 
     torch.set_num_threads(1)  # tiny networks: one thread is fastest and avoids oversubscription on shared cores
     t_start = time.process_time()
-    game = _goofspiel(config.num_cards)
-    tree = load_goofspiel(config.num_cards)
+    game = goofspiel_game(config.num_cards)
+    tree = tabulate_game(game)
     feats = game_features(tree)
     one_to_one_size = tree.max_infosets_per_public_state()
     ctx.log(
@@ -329,11 +334,14 @@ def run(config: LamirConfig, ctx: RunContext) -> Outcome:
             f"one-to-one {accuracy.one_to_one_public_states:.2f}, match score {match.score:.3f}±{match.ci95:.3f}"
         )
 
-    # 6. Kuhn poker, true model
-    kuhn = pyspiel.load_game("kuhn_poker")
-    kuhn_tree = tabulate_game(kuhn, allow_chance=True)
-    kuhn_policy = resolve_all(kuhn_tree, TrueModel(kuhn_tree, depth_limit=None), iterations=config.kuhn_iterations)
-    kuhn_expl = exploitability(kuhn, kuhn_tree, kuhn_policy.tables)
+    # 6. Kuhn and Leduc poker, true model
+    poker = {}
+    for name in ("kuhn_poker", "leduc_poker"):
+        poker_game = pyspiel.load_game(name)
+        poker_tree = tabulate_game(poker_game, allow_chance=True)
+        policy = resolve_all(poker_tree, TrueModel(poker_tree, depth_limit=None), iterations=config.poker_iterations)
+        poker[name] = exploitability(poker_game, poker_tree, policy.tables)
+    ctx.log(f"true-model continual resolving: Kuhn {poker['kuhn_poker']:.4f}, Leduc {poker['leduc_poker']:.4f}")
 
     # Verdicts
     exact = models["exact"]
@@ -366,7 +374,8 @@ def run(config: LamirConfig, ctx: RunContext) -> Outcome:
         "true_model_full_exploitability": true_full_expl,
         "true_model_depth1_score_vs_base": seat_averaged_score(tree, true_d1.tables, base_tables),
         "models": models,
-        "kuhn_true_model_exploitability": kuhn_expl,
+        "kuhn_true_model_exploitability": poker["kuhn_poker"],
+        "leduc_true_model_exploitability": poker["leduc_poker"],
         "final_losses": {k: v[-1][1] for k, v in trained.curves.items()},
         "train_cpu_s": train_cpu,
         "total_cpu_s": time.process_time() - t_start,

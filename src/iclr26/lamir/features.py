@@ -1,6 +1,6 @@
 """Tensors the learners read from a tabulated game: infoset features, legal masks, public states, attributes κ.
 
-The attribute functions κ(s_i) are the user-given embeddings the abstraction clusters (paper §3.2): the legal
+The attribute functions κ(s_i) are the user-given embeddings the abstraction clusters (notes §2.2): the legal
 actions, the current policy, the player's own action history, or all three concatenated.
 
 Glossary: ``K_p`` infosets of player ``p``, ``F`` infoset width (padded to the wider player, plus a player one-hot),

@@ -125,13 +125,15 @@ def public_observer(game: Any) -> Callable[[Any], tuple[str, np.ndarray]]:
     from open_spiel.python.observation import make_observation
 
     iig = pyspiel.IIGObservationType(perfect_recall=True, public_info=True, private_info=pyspiel.PrivateInfoType.NONE)
+    fix = "LAMIR needs public states, so pick a game whose observer supports public_info (e.g. goofspiel, kuhn_poker)"
     try:
         observation = make_observation(game, iig)
     except Exception as err:  # pyspiel raises a plain RuntimeError/SpielError here
         raise UnsupportedGameError(
-            f"game {game}: OpenSpiel provides no perfect-recall public observer for it ({err}); LAMIR needs public "
-            "states, so pick a game whose observer supports public_info (e.g. goofspiel, kuhn_poker)"
+            f"game {game}: OpenSpiel provides no perfect-recall public observer for it ({err}); {fix}"
         ) from err
+    if observation is None:  # make_observation returns None for an observer type the game does not support
+        raise UnsupportedGameError(f"game {game}: OpenSpiel provides no perfect-recall public observer for it; {fix}")
 
     def observe(state: Any) -> tuple[str, np.ndarray]:
         observation.set_from(state, 0)
@@ -143,7 +145,7 @@ def public_observer(game: Any) -> Callable[[Any], tuple[str, np.ndarray]]:
 def check_lamir_scope(game: Any) -> None:
     """Raise unless ``game`` is in the scope LAMIR is defined for (before enumerating it).
 
-    LAMIR (§2 of the paper) assumes two-player zero-sum games with imperfect information, played through
+    LAMIR (notes §2, "Setting") assumes two-player zero-sum games with imperfect information, played through
     information-state tensors; chance events are excluded (checked on the enumerated tree, since some OpenSpiel
     games declare a chance mode but never reach a chance node, e.g. goofspiel with ``points_order=descending``).
 
@@ -194,8 +196,8 @@ def tabulate_game(game: Any, *, allow_chance: bool = False, max_nodes: int = 2_0
     )
     if tree.has_chance and not allow_chance:
         raise UnsupportedGameError(
-            f"game {game}: it has chance nodes, and LAMIR's learned model assumes a game without chance events "
-            "(§2); for goofspiel use points_order=descending (or ascending)"
+            f"game {game}: it has chance nodes, and LAMIR's learned model assumes a game without chance events; "
+            "for goofspiel use points_order=descending (or ascending)"
         )
     return tree
 
@@ -376,19 +378,27 @@ def tabulate(
     )
 
 
-def load_goofspiel(num_cards: int) -> GameTree:
-    """Imperfect-information Goofspiel with descending point cards and win/loss returns (the paper's game family,
-    with the chance-free point order), tabulated.
+def goofspiel_game(num_cards: int) -> Any:
+    """The ``pyspiel.Game`` of imperfect-information Goofspiel with descending point cards (the paper's game family,
+    with the chance-free point order) and win/loss returns.
 
     Raises:
-        ValueError: if ``num_cards`` is not in 2..6 (larger trees are too big to enumerate here).
+        ValueError: if ``num_cards`` is not in 2..5 (larger trees are too big to enumerate here).
     """
     import pyspiel
 
     if not 2 <= num_cards <= 5:
         raise ValueError(f"num_cards must be in 2..5 for an enumerable II-Goofspiel, got {num_cards}")
-    game = pyspiel.load_game(
+    return pyspiel.load_game(
         "goofspiel",
         {"imp_info": True, "points_order": "descending", "num_cards": num_cards, "returns_type": "win_loss"},
     )
-    return tabulate_game(game)
+
+
+def load_goofspiel(num_cards: int) -> GameTree:
+    """:func:`goofspiel_game`, tabulated.
+
+    Raises:
+        ValueError: if ``num_cards`` is not in 2..5.
+    """
+    return tabulate_game(goofspiel_game(num_cards))

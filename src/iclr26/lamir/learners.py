@@ -1,6 +1,7 @@
 """LAMIR's training: the two-step update of the base agent and of the learned abstract model(s).
 
-One training step on a batch of sampled episodes (paper §3, "training"):
+One training step on a batch of sampled episodes (the paper's two-step update, notes §2.4; the
+paper's method sections were not available, see the README):
 
 (a) **policy step** (:meth:`BaseAgentLearner.update`): NeuRD with RNaD's reward regularisation and V-trace targets
     updates π_θ (and the critic); the policy change ``δ = π_new − π_old`` on the batch's infosets is recorded;
@@ -129,7 +130,7 @@ class ModelSettings:
         _require(self.rho_bar > 0 and self.c_bar > 0, "rho_bar/c_bar", "must be positive")
 
 
-def annealed_gamma(progress: float, start: float, end: float, *, fraction: float = 0.7) -> float:
+def annealed_gamma(progress: float, *, start: float, end: float, fraction: float = 0.7) -> float:
     """Geometric annealing of the clustering softness: ``γ = start · (end/start)^min(1, progress/fraction)``.
 
     Starting soft puts all centroids of a public state together; raising γ splits them one by one (deterministic
@@ -466,18 +467,8 @@ class AbstractModelLearner:
         mask = followed.float()
         return ((pred - targets).pow(2) * mask).sum() / mask.sum().clamp_min(1.0)
 
-    def update(
-        self,
-        model_batch: Trajectories,
-        value_batch: Trajectories,
-        policy: tuple[torch.Tensor, torch.Tensor],
-        transformed: tuple[torch.Tensor, torch.Tensor],
-        public_of_node: np.ndarray,
-        *,
-        gamma: float,
-    ) -> dict[str, float]:
-        """One Adam step on ``L^A + L^S + L^M + L^V`` (arguments as in :meth:`losses`); returns the losses."""
-        parts = self.losses(model_batch, value_batch, policy, transformed, public_of_node, gamma=gamma)
+    def update(self, parts: ModelLosses) -> dict[str, float]:
+        """One Adam step on ``L^A + L^S + L^M + L^V`` from :meth:`losses`'s output; returns the losses as floats."""
         total = parts.abstraction + parts.assignment + parts.model + parts.value
         self.optimizer.zero_grad()
         total.backward()

@@ -1,4 +1,4 @@
-"""The networks of LAMIR (Kubíček & Lisý, ICLR 2026, arXiv 2510.05048, §3-§4) and of the base policy learner.
+"""The networks of LAMIR (Kubíček & Lisý, ICLR 2026, arXiv 2510.05048; notes §2.1-§2.4) and of the base policy learner.
 
 Base agent (trained by policy gradient, the "pre-trained agent" LAMIR improves):
     π_θ   :class:`PolicyNet`          infoset → action logits

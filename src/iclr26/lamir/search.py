@@ -1,4 +1,4 @@
-"""Test-time look-ahead of LAMIR: continual resolving with CFR+ on depth-limited subgames (paper §4).
+"""Test-time look-ahead of LAMIR: continual resolving with CFR+ on depth-limited subgames (notes §2.5).
 
 At each public state ``S`` the resolving player ``r`` (opponent ``o``):
 
@@ -7,13 +7,18 @@ At each public state ``S`` the resolving player ``r`` (opponent ``o``):
 2. maps both players' infosets to abstract infosets with Λ^I and **merges histories with the same joint
    abstraction** into one root, weighted by the summed reach (so at most ``L²`` roots);
 3. adds the re-solving gadget for ``o`` (Burch et al. 2014): at each of its abstract root infosets ``o`` may
-   *terminate* for the counterfactual value it had in the previous subgame, or *follow* into the subgame;
+   *terminate* for the counterfactual value carried from the previous subgame, or *follow* into the subgame;
 4. unrolls the model below every root to the depth limit; at the limit both players choose one of ``T``
    transformations of the base policy and receive the value network's payoff (multi-valued states);
 5. solves the subgame with CFR+ and plays ``r``'s root strategy at its real infoset (restricted to the real legal
    actions);
-6. hands the next public states ``r``'s new range and ``o``'s counterfactual values (from the leaf infosets of
-   this subgame) for their gadgets.
+6. hands the next public states ``r``'s new range and ``o``'s counterfactual values for their gadgets: the
+   values of ``o``'s **best response** to ``r``'s CFR+ average strategy, at ``o``'s infosets of this subgame that
+   lead into each next public state. Safe re-solving needs these best-response values (upper bounds on what ``o``
+   can get; Burch et al. 2014, DeepStack's continual re-solving); the values under the average profile itself
+   are lower and, with an approximate solve, make later gadgets constrain the resolver wrongly. A chance node
+   between two public states (Leduc poker's public card) is stepped through; its probabilities are carried by
+   the chance reach.
 
 Two models plug into the same procedure: :class:`LearnedModel` (LAMIR's abstraction, Υ_θ, Γ_θ, v_θ; depth limit 1
 as in the paper's small-game experiments) and :class:`TrueModel` (the real game, exact multi-valued leaf values
@@ -38,7 +43,7 @@ import torch
 from iclr26.lamir.features import GameFeatures
 from iclr26.lamir.games import CHANCE, DECISION, TERMINAL, GameTree
 from iclr26.lamir.networks import AbstractModel
-from iclr26.lamir.subgame import SubgameBuilder, solve_cfr_plus
+from iclr26.lamir.subgame import SubgameBuilder, best_response, evaluate_profile, solve_cfr_plus
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,8 @@ class TrueModel:
         leaf_values: ``(N, T, T)`` from :func:`transformed_values` (required when ``depth_limit`` is set).
 
     Raises:
-        ValueError: if ``depth_limit`` is set without leaf values, or is not positive.
+        ValueError: if ``depth_limit`` is set without leaf values, or is not positive, or ``leaf_values`` is not
+            ``(N, T, T)``.
     """
 
     merges_histories = False
@@ -125,6 +131,15 @@ class TrueModel:
     def __init__(self, tree: GameTree, *, depth_limit: int | None, leaf_values: np.ndarray | None = None) -> None:
         if depth_limit is not None and (depth_limit < 1 or leaf_values is None):
             raise ValueError("depth_limit must be >= 1 and comes with leaf_values (N, T, T)")
+        if leaf_values is not None and (
+            leaf_values.ndim != 3
+            or leaf_values.shape[0] != tree.num_nodes
+            or leaf_values.shape[1] != leaf_values.shape[2]
+        ):
+            raise ValueError(
+                f"leaf_values must be (N, T, T) with N = {tree.num_nodes} nodes (see transformed_values), "
+                f"got {leaf_values.shape}"
+            )
         self.tree = tree
         self.depth_limit = depth_limit
         self.leaf_values = leaf_values
@@ -198,6 +213,9 @@ class LearnedModel:
         features: the game's tensors.
         model: the trained :class:`AbstractModel`.
         abstraction: per player ``(K_p,)`` the abstract infoset of every real infoset (``argmax Λ^I``).
+
+    Raises:
+        ValueError: if an abstraction does not give every infoset an index in ``[0, L)``.
     """
 
     merges_histories = True
@@ -205,6 +223,15 @@ class LearnedModel:
     def __init__(
         self, features: GameFeatures, model: AbstractModel, abstraction: tuple[np.ndarray, np.ndarray]
     ) -> None:
+        capacity = model.sizes.capacity
+        for p in (0, 1):
+            labels = np.asarray(abstraction[p])
+            k = int(features.infoset[p].shape[0])
+            if labels.shape != (k,) or (labels.size and (labels.min() < 0 or labels.max() >= capacity)):
+                raise ValueError(
+                    f"abstraction[{p}] must hold one index in [0, {capacity}) per infoset ({k}), e.g. "
+                    f"AbstractModelLearner.abstraction({p}); got shape {labels.shape}"
+                )
         self.features = features
         self.model = model
         self.abstraction = abstraction
@@ -342,7 +369,8 @@ class ContinualResolver:
         iterations: CFR+ iterations per subgame.
 
     Raises:
-        ValueError: if the game has rewards before terminal nodes, or more than one first public state.
+        ValueError: if the game has rewards before terminal nodes, more than one first public state, an invalid
+            ``player`` or ``iterations < 1``.
     """
 
     def __init__(self, tree: GameTree, model: SearchModel, *, player: int, iterations: int) -> None:
@@ -353,6 +381,8 @@ class ContinualResolver:
             raise ValueError(f"{tree.name}: expected one first public state, found {first.size}")
         if player not in (0, 1):
             raise ValueError(f"player must be 0 or 1, got {player}")
+        if iterations < 1:
+            raise ValueError(f"iterations must be >= 1 (CFR+ iterations per resolve), got {iterations}")
         self.tree = tree
         self.model = model
         self.player = player
@@ -406,7 +436,7 @@ class ContinualResolver:
             raise ValueError(f"public state {state.public} has no reach for player {r}; it should not be resolved")
         subgame = builder.finalize(tops, root_weight)
         # Step 5: CFR+.
-        solution = solve_cfr_plus(subgame, self.iterations)
+        solution = solve_cfr_plus(subgame, iterations=self.iterations)
         self.stats.resolves += 1
         self.stats.max_roots = max(self.stats.max_roots, len(roots))
         self.stats.max_nodes = max(self.stats.max_nodes, subgame.num_nodes)
@@ -422,26 +452,24 @@ class ContinualResolver:
                 self.stats.legal_mismatches += 1
                 row = legal.astype(np.float64)
             strategy[s] = row / row.sum()
-        # Step 6: ranges and the opponent's counterfactual values for the next public states.
+        # Step 6: ranges and the opponent's best-response counterfactual values for the next public states.
         index_o = subgame.infoset_index(o)
-        cfv, cf_reach = solution.infoset_cfv[o], solution.infoset_cf_reach[o]
+        br_o = best_response(subgame, solution.strategy, o)
+        carried = evaluate_profile(subgame, (solution.strategy[0], br_o) if o == 1 else (br_o, solution.strategy[1]))
+        cfv, cf_reach = carried.infoset_cfv[o], carried.infoset_cf_reach[o]
         own_range = np.zeros(tree.num_infosets(r))
         keys: dict[int, dict[int, Hashable]] = {}
         for i, h in enumerate(hist):
             for a0, a1 in zip(*np.nonzero(tree.children[h] >= 0), strict=True):
-                child = int(tree.children[h, a0, a1])
-                if tree.node_kind[child] == TERMINAL:
-                    continue
-                if tree.node_kind[child] == CHANCE:
-                    raise ValueError(f"{tree.name}: chance between public states is not supported by the resolver")
-                nxt = int(tree.node_public[child])
-                if nxt == state.public:
-                    raise ValueError(f"{tree.name}: a step did not change the public state")
                 act = (int(a0), int(a1))
-                own_range[tree.node_infoset[child, r]] = state.own_range[s_r[i]] * strategy[int(s_r[i])][act[r]]
-                keys.setdefault(nxt, {})[int(tree.node_infoset[child, o])] = model.next_key(
-                    o, int(lab_o[i]), act[o], nxt, int(tree.node_infoset[child, o])
-                )
+                for child in self._next_histories(int(tree.children[h, a0, a1])):
+                    nxt = int(tree.node_public[child])
+                    if nxt == state.public:
+                        raise ValueError(f"{tree.name}: a step did not change the public state")
+                    own_range[tree.node_infoset[child, r]] = state.own_range[s_r[i]] * strategy[int(s_r[i])][act[r]]
+                    keys.setdefault(nxt, {})[int(tree.node_infoset[child, o])] = model.next_key(
+                        o, int(lab_o[i]), act[o], nxt, int(tree.node_infoset[child, o])
+                    )
         children = []
         for nxt, opp_keys in sorted(keys.items()):
             hist2 = tree.public_nodes[nxt]
@@ -458,6 +486,20 @@ class ContinualResolver:
                     opp_cfv[s] = cfv[j] / cf_reach[j] * mass[s]
             children.append(ResolveState(public=nxt, own_range=own_range, opponent_cfv=opp_cfv))
         return ResolveStep(strategy=strategy, children=tuple(children))
+
+    def _next_histories(self, child: int) -> list[int]:
+        """The decision histories a joint action leads to: the child itself, none if it is terminal, or the decision
+        outcomes of a chance node between two public states (e.g. Leduc poker's public card; chance reach is
+        carried by ``node_chance``)."""
+        tree = self.tree
+        if tree.node_kind[child] == DECISION:
+            return [child]
+        if tree.node_kind[child] == TERMINAL:
+            return []
+        outcomes = tree.chance_children[child][tree.chance_children[child] >= 0]
+        if (tree.node_kind[outcomes] == CHANCE).any():
+            raise ValueError(f"{tree.name}: consecutive chance nodes between public states are not supported")
+        return [int(c) for c in outcomes if tree.node_kind[c] == DECISION]
 
     def _gadget(
         self, state: ResolveState, s_o: np.ndarray, lab_o: np.ndarray, weight: np.ndarray

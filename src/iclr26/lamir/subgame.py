@@ -227,13 +227,13 @@ class SubgameBuilder:
 
 @dataclass(frozen=True)
 class SubgameSolution:
-    """CFR+'s output on a subgame.
+    """A profile on a subgame and its values (CFR+'s average profile when returned by :func:`solve_cfr_plus`).
 
     Attributes:
-        strategy: per player, ``(M_p,)`` the average strategy over infoset-actions.
-        value: player 0's expected utility of the average profile, ``Σ_roots w · v(root)``.
-        infoset_cfv: per player, ``(J_p,)`` counterfactual value of each infoset under the average profile
-            (in that player's utility).
+        strategy: per player, ``(M_p,)`` the strategy over infoset-actions.
+        value: player 0's expected utility of the profile, ``Σ_roots w · v(root)``.
+        infoset_cfv: per player, ``(J_p,)`` counterfactual value of each infoset under the profile (in that
+            player's utility).
         infoset_cf_reach: per player, ``(J_p,)`` the opponent-and-external reach summed over the infoset's nodes
             (so ``cfv / cf_reach`` is the infoset's expected value).
         iterations: CFR+ iterations run.
@@ -323,7 +323,7 @@ class _Passes:
         return np.bincount(sg.edge_ia[player, sel], weights=sign * w * value[ch], minlength=sg.ia_infoset[player].size)
 
 
-def solve_cfr_plus(sg: Subgame, iterations: int) -> SubgameSolution:
+def solve_cfr_plus(sg: Subgame, *, iterations: int) -> SubgameSolution:
     """Run ``iterations`` of alternating-update CFR+ (steps 1-6 of the module docstring) on ``sg``.
 
     Args:
@@ -365,7 +365,8 @@ def _own_reach(sg: Subgame, player: int, reach: np.ndarray) -> np.ndarray:
 
 
 def evaluate_profile(sg: Subgame, strategy: tuple[np.ndarray, np.ndarray], *, iterations: int = 0) -> SubgameSolution:
-    """Value and infoset counterfactual values of a fixed profile (used on CFR+'s average strategy)."""
+    """Value and infoset counterfactual values of a fixed profile (CFR+'s average profile, or a best response
+    against it)."""
     passes = _Passes(sg)
     reach = passes.reaches(strategy)
     value = passes.values(strategy)
@@ -392,37 +393,48 @@ def evaluate_profile(sg: Subgame, strategy: tuple[np.ndarray, np.ndarray], *, it
     )
 
 
+def best_response(sg: Subgame, strategy: tuple[np.ndarray, np.ndarray], player: int) -> np.ndarray:
+    """``(M_p,)`` a pure best response of ``player`` to the other player's strategy in ``strategy``.
+
+    Decided bottom-up over the responder's infosets (the subgame must have perfect recall for the responder): at
+    each infoset, the action with the largest summed counterfactual action value given the choices below it. The
+    deepest-first sweep is repeated until no choice changes, so infosets whose nodes lie at different depths
+    (e.g. roots with and without a gadget) are also settled.
+    """
+    passes = _Passes(sg)
+    reach = passes.reaches(strategy)  # the other player's and the external reach do not depend on the response
+    br = strategy[player].copy()
+    nodes = np.flatnonzero(sg.node_infoset[player] >= 0)
+    node_depth = np.zeros(sg.num_nodes, dtype=np.int64)
+    node_depth[sg.edge_child] = sg.edge_depth + 1
+    infoset_depth = np.full(sg.num_infosets(player), -1)
+    np.maximum.at(infoset_depth, sg.node_infoset[player, nodes], node_depth[nodes])
+    levels = sorted({int(d) for d in infoset_depth if d >= 0}, reverse=True)
+    for _ in range(len(levels) + 1):
+        before = br.copy()
+        for d in levels:
+            profile = (br, strategy[1]) if player == 0 else (strategy[0], br)
+            q = passes.action_values(player, profile, reach, passes.values(profile))
+            for infoset in np.flatnonzero(infoset_depth == d):
+                mask = np.flatnonzero(sg.ia_infoset[player] == infoset)
+                choice = np.zeros(mask.size)
+                choice[int(np.argmax(q[mask]))] = 1.0
+                br[mask] = choice
+        if np.array_equal(br, before):
+            break
+    return br
+
+
 def best_response_values(sg: Subgame, strategy: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
     """Each player's best-response value (own utility) against the other's fixed strategy in ``sg``.
 
-    Computed bottom-up over the responder's infosets (the subgame must have perfect recall for the responder):
-    an infoset's value is the max over its actions of the summed counterfactual action values.
     Used to measure how far a CFR+ solution is from equilibrium (``NashConv = Σ_p BR_p − u_p``).
     """
     passes = _Passes(sg)
     out = []
     for p in (0, 1):
-        reach = passes.reaches(strategy)
-        # Best-response choice per infoset, decided deepest-first: a node's infoset value depends only on deeper
-        # infosets of the responder.
-        br = strategy[p].copy()
-        infoset_depth = np.full(sg.num_infosets(p), -1)
-        nodes = np.flatnonzero(sg.node_infoset[p] >= 0)
-        node_depth = np.zeros(sg.num_nodes, dtype=np.int64)
-        node_depth[sg.edge_child] = sg.edge_depth + 1
-        np.maximum.at(infoset_depth, sg.node_infoset[p, nodes], node_depth[nodes])
-        for d in sorted(set(infoset_depth.tolist()), reverse=True):
-            if d < 0:
-                continue
-            value = passes.values((br, strategy[1]) if p == 0 else (strategy[0], br))
-            q = passes.action_values(p, (br, strategy[1]) if p == 0 else (strategy[0], br), reach, value)
-            for infoset in np.flatnonzero(infoset_depth == d):
-                mask = np.flatnonzero(sg.ia_infoset[p] == infoset)
-                choice = np.zeros(mask.size)
-                choice[int(np.argmax(q[mask]))] = 1.0
-                br[mask] = choice
-        final = (br, strategy[1]) if p == 0 else (strategy[0], br)
-        value = passes.values(final)
+        br = best_response(sg, strategy, p)
+        value = passes.values((br, strategy[1]) if p == 0 else (strategy[0], br))
         sign = 1.0 if p == 0 else -1.0
         out.append(sign * float(np.dot(sg.root_weight, value[sg.roots])))
     return out[0], out[1]

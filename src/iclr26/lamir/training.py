@@ -1,6 +1,6 @@
 """The training loop: the base agent and one learned abstract model per capacity, from sampled episodes.
 
-Each step (paper §3; the two-step update):
+Each step (the paper's two-step update, notes §2.4):
 
 1. sample three batches: the base agent's policy mixed with ε_pg uniform exploration (for the policy step); the
    model data's behaviour (ε_model; 1.0 = uniformly random episodes) for the abstraction and dynamics; and, for
@@ -108,10 +108,9 @@ def train_lamir(
         model_losses = []
         for learner in models:
             s = learner.settings
-            gamma = annealed_gamma(step / steps, s.gamma_start, s.gamma_end)
-            model_losses.append(
-                learner.update(model_batch, value_batch, policy_t, transformed, tree.node_public, gamma=gamma)
-            )
+            gamma = annealed_gamma(step / steps, start=s.gamma_start, end=s.gamma_end)
+            parts = learner.losses(model_batch, value_batch, policy_t, transformed, tree.node_public, gamma=gamma)
+            model_losses.append(learner.update(parts))
         if step % log_every == 0 or step == steps - 1:
             for name, value in base_losses.items():
                 log(step, name, value)
