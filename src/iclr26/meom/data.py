@@ -38,6 +38,15 @@ class DigitsSplit:
         """C = 10."""
         return 10
 
+    def to(self, device: torch.device | str) -> DigitsSplit:
+        """The same split with every tensor on ``device`` (the tensors themselves when they are already there)."""
+        return DigitsSplit(
+            x_train=self.x_train.to(device),
+            y_train=self.y_train.to(device),
+            x_test=self.x_test.to(device),
+            y_test=self.y_test.to(device),
+        )
+
 
 def corrupt_images(images: np.ndarray, *, occlusion: int, noise_std: float, rng: np.random.Generator) -> np.ndarray:
     """Blank one random ``occlusion x occlusion`` square per image, then add N(0, noise_std^2) noise.

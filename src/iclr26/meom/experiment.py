@@ -15,6 +15,10 @@ T = 4) and truncated-inference study (train at T = 6, evaluate at t = 1..T) are 
    interval under a paired Student-t test over the seeds. Secondary checks (reported, not part of the verdict): TPD
    raises early-timestep accuracy (t = 1), TMPD lowers the temporal variance.
 
+Device: ``device`` (cpu, cuda, cuda:N or auto; the ``gpu`` scale asks for cuda) holds the models, the data, the
+masks and the evaluation. Every random draw (initialisations, batch orders, masks) comes from a CPU generator and
+is then moved, so a run draws the same numbers on any device; metrics leave the device as CPU tensors.
+
 Deviations (see the README): digits instead of CIFAR/ImageNet; a 3-conv net instead of ResNet-19; Adam with a
 cosine schedule for a few dozen epochs instead of SGD for 300 epochs; unspecified MEOM hyperparameters (lambda,
 mask keep ratio, static vs resampled masks, TPD target detaching) are config fields with our defaults.
@@ -33,6 +37,7 @@ from scipy import stats
 from torch import Tensor
 
 from iclr26.common.config import ExperimentConfig, require
+from iclr26.common.device import resolve_device
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure, savefig
 from iclr26.common.seeding import derive_seed, torch_generator
@@ -98,6 +103,7 @@ class MEOMConfig(ExperimentConfig):
     claim_tolerance: float = _opt(
         0.0, "pp the seed-mean MEOM-TWD gain must exceed at every t (not in the paper; 0 = strictly better)"
     )
+    device: str = _opt("cpu", "torch device of training and evaluation: cpu, cuda, cuda:N or auto (gpu scale: cuda)")
 
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {
@@ -106,7 +112,7 @@ class MEOMConfig(ExperimentConfig):
         },
         "gpu": {
             "n_seeds": 10, "teacher_widths": (64, 128, 256), "student_widths": (32, 64, 128),
-            "teacher_epochs": 60, "student_epochs": 100,
+            "teacher_epochs": 60, "student_epochs": 100, "device": "cuda",
         },
     }  # fmt: skip
 
@@ -191,7 +197,7 @@ def _cosine_lr(optimizer: torch.optim.Optimizer, total_steps: int) -> torch.opti
 
 
 def _batches(n: int, batch_size: int, gen: torch.Generator) -> list[Tensor]:
-    """A shuffled epoch of index batches; a last batch of 1 is merged (BatchNorm needs 2 samples)."""
+    """A shuffled epoch of CPU index batches from ``gen``; a last batch of 1 is merged (BatchNorm needs 2)."""
     perm = torch.randperm(n, generator=gen)
     chunks = list(perm.split(batch_size))
     if len(chunks) > 1 and len(chunks[-1]) < 2:
@@ -200,9 +206,11 @@ def _batches(n: int, batch_size: int, gen: torch.Generator) -> list[Tensor]:
 
 
 def train_teacher(config: MEOMConfig, data: DigitsSplit, seed: int) -> ConvTeacher:
-    """Train the ANN teacher with cross-entropy (Adam, cosine schedule)."""
+    """Train the ANN teacher with cross-entropy (Adam, cosine schedule) on the device that holds ``data``."""
+    device = data.x_train.device
     torch.manual_seed(derive_seed(seed, "teacher-init"))
-    teacher = ConvTeacher(1, data.num_classes, widths=config.teacher_widths)
+    # initialised on the CPU from the seed, then moved: the same initial weights on every device
+    teacher = ConvTeacher(1, data.num_classes, widths=config.teacher_widths).to(device)
     opt = torch.optim.Adam(teacher.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     gen = torch_generator(derive_seed(seed, "teacher-order"))
     steps_per_epoch = len(_batches(len(data.y_train), config.batch_size, torch_generator(0)))
@@ -210,6 +218,7 @@ def train_teacher(config: MEOMConfig, data: DigitsSplit, seed: int) -> ConvTeach
     teacher.train()
     for _ in range(config.teacher_epochs):
         for idx in _batches(len(data.y_train), config.batch_size, gen):
+            idx = idx.to(device)
             loss = torch.nn.functional.cross_entropy(teacher(data.x_train[idx]), data.y_train[idx])
             opt.zero_grad()
             loss.backward()
@@ -240,17 +249,27 @@ def train_student(
 ) -> ArmResult:
     """Train one student of ``arm`` from ``init_state`` and evaluate it on the test split.
 
-    The batch order and the masks depend only on ``seed`` (not on the arm), so arms are paired.
+    The batch order and the masks depend only on ``seed`` (not on the arm), so arms are paired. The student
+    trains on the device that holds ``data`` (and ``teacher``); batch orders and masks are drawn on the CPU and
+    moved there.
     """
+    device = data.x_train.device
     weights = arm_loss(arm, config)
     student = make_student(config, data.num_classes)
     student.load_state_dict(init_state)
+    student.to(device)
     opt = torch.optim.Adam(student.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     order_gen = torch_generator(derive_seed(seed, "student-order"))
     mask_gen = torch_generator(derive_seed(seed, "masks"))
     with torch.no_grad():
         feat_shape = tuple(teacher.features(data.x_train[:2]).shape[1:])
-    fixed_masks = sample_temporal_masks(config.timesteps, feat_shape, keep_prob=config.keep_prob, generator=mask_gen)
+
+    def draw_masks() -> Tensor:
+        # m_t ~ Bernoulli(keep_prob) from the CPU generator, then moved: the same masks on every device
+        masks = sample_temporal_masks(config.timesteps, feat_shape, keep_prob=config.keep_prob, generator=mask_gen)
+        return masks.to(device)  # (T, D, H, W)
+
+    fixed_masks = draw_masks()
     steps_per_epoch = len(_batches(len(data.y_train), config.batch_size, torch_generator(0)))
     sched = _cosine_lr(opt, config.student_epochs * steps_per_epoch)
     student.train()
@@ -258,13 +277,13 @@ def train_student(
     for _ in range(config.student_epochs):
         losses = []
         for idx in _batches(len(data.y_train), config.batch_size, order_gen):
+            idx = idx.to(device)
             x, y = data.x_train[idx], data.y_train[idx]
             with torch.no_grad():
                 feats = teacher.features(x)  # (B, D, H, W)
             out = meom_loss(
                 student(x), feats, teacher.head, y,
-                masks=fixed_masks if config.mask_mode == "fixed" else None,
-                keep_prob=config.keep_prob, generator=mask_gen, lam=weights.lam, tau=config.tau,
+                masks=fixed_masks if config.mask_mode == "fixed" else draw_masks(), lam=weights.lam, tau=config.tau,
                 w_ce=config.w_ce, w_tmpd=weights.w_tmpd, w_tpd=weights.w_tpd,
                 tpd_divergence=config.tpd_divergence, detach_tpd_target=config.detach_tpd_target,
             )  # fmt: skip
@@ -275,11 +294,11 @@ def train_student(
             losses.append(out.total.item())
             progress.update(1)
         epoch_loss = float(np.mean(losses))
-    logits = predict_logits(student, data.x_test)  # (T, N, C)
+    logits = predict_logits(student, data.x_test)  # (T, N, C), on the device
     trunc = truncated_accuracy(logits, data.y_test)
     return ArmResult(
-        truncated_acc=trunc.numpy(),
-        per_step_acc=per_timestep_accuracy(logits, data.y_test).numpy(),
+        truncated_acc=trunc.cpu().numpy(),
+        per_step_acc=per_timestep_accuracy(logits, data.y_test).cpu().numpy(),
         var_logits=logit_temporal_variance(logits),
         var_acc=accuracy_temporal_variance(trunc),
         disagreement=prediction_disagreement(logits),
@@ -321,23 +340,27 @@ def _paired(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
 def run(config: MEOMConfig, ctx: RunContext) -> Outcome:
     """Train teacher and students for every seed and arm; compare MEOM with TWD at every truncation point.
 
-    Runs single-threaded: the tensors are tiny (one thread is fastest), and the numbers then do not depend on the
-    machine's core count.
+    Runs on ``config.device``, with one CPU thread: the tensors are tiny (one thread is fastest), and the numbers
+    then do not depend on the machine's core count.
+
+    Raises:
+        ConfigError: naming the ``device`` field when that device is unavailable, before any data or training.
     """
+    device = resolve_device(config.device)  # an unavailable device fails here, before any training
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _run(config, ctx)
+        return _run(config, ctx, device)
     finally:
         torch.set_num_threads(threads)
 
 
-def _run(config: MEOMConfig, ctx: RunContext) -> Outcome:
+def _run(config: MEOMConfig, ctx: RunContext, device: torch.device) -> Outcome:
     cpu_start = time.process_time()
     data = load_corrupted_digits(
         n_test=config.n_test, occlusion=config.occlusion, noise_std=config.noise_std, data_seed=config.data_seed
-    )
-    ctx.log(f"digits: {len(data.y_train)} train / {len(data.y_test)} test, T={config.timesteps}")
+    ).to(device)
+    ctx.log(f"digits: {len(data.y_train)} train / {len(data.y_test)} test, T={config.timesteps}, device {device}")
     steps = len(_batches(len(data.y_train), config.batch_size, torch_generator(0))) * config.student_epochs
     results: dict[str, list[ArmResult]] = {arm: [] for arm in config.arms}
     teacher_acc = []

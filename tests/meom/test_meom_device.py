@@ -1,0 +1,127 @@
+"""The MEOM reproduction's ``device`` option: early failure, ``auto``, and unchanged numbers on the CPU."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from iclr26.common.config import ConfigError
+from iclr26.common.experiment import RunContext
+from iclr26.common.seeding import torch_generator
+from iclr26.meom import experiment
+from iclr26.meom.data import load_corrupted_digits
+from iclr26.meom.experiment import MEOMConfig, run
+from iclr26.meom.losses import meom_loss, sample_temporal_masks
+
+no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour of a machine without CUDA")
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested metrics (dicts, numpy arrays, scalars) as {dotted.key: python scalar}."""
+    if isinstance(value, dict):
+        return {k: v for key, sub in value.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
+    if isinstance(value, np.ndarray):
+        return _flat(value.tolist(), prefix)
+    if isinstance(value, list):
+        return {k: v for i, sub in enumerate(value) for k, v in _flat(sub, f"{prefix}{i}.").items()}
+    return {prefix.rstrip("."): value.item() if isinstance(value, np.generic) else value}
+
+
+def _timeless(metrics: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in _flat(metrics).items() if "time" not in k}
+
+
+class _TrainingStarted(Exception):
+    pass
+
+
+def test_gpu_scale_asks_for_cuda_and_the_default_is_cpu():
+    assert MEOMConfig().device == "cpu"
+    assert MEOMConfig.preset("smoke").device == "cpu"
+    assert MEOMConfig.preset("gpu").device == "cuda"
+
+
+@no_cuda
+@pytest.mark.parametrize("device", ["cuda", "cuda:1"])
+def test_unavailable_cuda_fails_before_any_training(device, tmp_path, monkeypatch):
+    def started(*args: Any, **kwargs: Any) -> None:
+        raise _TrainingStarted
+
+    # any data loading or training reached would raise _TrainingStarted instead of the ConfigError
+    monkeypatch.setattr(experiment, "load_corrupted_digits", started)
+    monkeypatch.setattr(experiment, "train_teacher", started)
+    config = dataclasses.replace(MEOMConfig.preset("smoke"), device=device)
+    with pytest.raises(ConfigError, match="'device'"):
+        run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
+
+
+@no_cuda
+def test_cli_rejects_cuda_without_writing_a_record(cli, tmp_path):
+    proc = cli("run", "meom", "--scale", "smoke", "--set", "device=cuda", "--out", str(tmp_path), "--quiet")
+    assert proc.returncode != 0
+    assert "'device'" in proc.stderr
+    assert not list(tmp_path.rglob("result.json"))
+
+
+def test_unknown_device_name_is_rejected(tmp_path):
+    config = dataclasses.replace(MEOMConfig.preset("smoke"), device="tpu")
+    with pytest.raises(ConfigError, match="'device'"):
+        run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
+
+
+@no_cuda
+def test_auto_trains_on_the_cpu_here(tmp_path, monkeypatch):
+    seen: list[torch.device] = []
+
+    def record_device(config: MEOMConfig, data: Any, seed: int) -> None:
+        seen.append(data.x_train.device)
+        raise _TrainingStarted
+
+    monkeypatch.setattr(experiment, "train_teacher", record_device)
+    config = dataclasses.replace(MEOMConfig.preset("smoke"), device="auto")
+    with pytest.raises(_TrainingStarted):
+        run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
+    assert seen == [torch.device("cpu")]
+
+
+@pytest.mark.parametrize("mask_mode", ["fixed", "per_step"])
+def test_explicit_cpu_and_auto_give_the_default_metrics(mask_mode, tmp_path):
+    base = dataclasses.replace(MEOMConfig.preset("smoke"), mask_mode=mask_mode)
+    devices = ["default", "cpu"] + ([] if torch.cuda.is_available() else ["auto"])
+    metrics = {}
+    for name in devices:
+        config = base if name == "default" else dataclasses.replace(base, device=name)
+        (tmp_path / name).mkdir()
+        out = run(config, RunContext(out_dir=tmp_path / name, seed=0, quiet=True))
+        metrics[name] = _timeless(out.metrics)
+    # continuous metrics are among those compared, so a changed training path cannot hide behind equal accuracies
+    assert "arms.meom.final_train_loss_mean" in metrics["default"]
+    assert "arms.twd.var_logits_mean" in metrics["default"]
+    for name in devices[1:]:
+        assert metrics[name] == metrics["default"], name
+
+
+def test_masks_drawn_outside_the_loss_equal_those_it_draws():
+    """The per-step masks now come from the experiment (then moved to the device); on the CPU they are the very
+    draws ``meom_loss`` makes from the same generator state, so ``mask_mode=per_step`` numbers are unchanged."""
+    g = torch_generator(7)
+    feats = torch.randn(5, 4, 2, 2, generator=g)
+    student = torch.randn(3, 5, 10, generator=g)
+    head = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 10))
+    y = torch.arange(5)
+    inside = meom_loss(student, feats, head, y, keep_prob=0.7, generator=torch_generator(11))
+    masks = sample_temporal_masks(3, (4, 2, 2), keep_prob=0.7, generator=torch_generator(11))
+    outside = meom_loss(student, feats, head, y, masks=masks)
+    assert torch.equal(inside.perspective_logits, outside.perspective_logits)
+    assert torch.equal(inside.total, outside.total)
+
+
+def test_split_to_its_own_device_is_the_same_tensors():
+    data = load_corrupted_digits(n_test=797, occlusion=3, noise_std=0.1, data_seed=0)
+    moved = data.to("cpu")
+    assert moved.x_train is data.x_train and moved.y_test is data.y_test
+    assert moved.num_classes == 10
