@@ -7,11 +7,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from iclr26.common.config import ConfigError
 from iclr26.common.experiment import RunContext
+from iclr26.common.seeding import seed_everything
+from iclr26.rgvfm import experiment
 from iclr26.rgvfm.experiment import RGVFMConfig, run, verdict
 from iclr26.runner import build_config
+
+no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour on a machine without CUDA")
 
 
 @pytest.mark.parametrize(
@@ -132,3 +137,59 @@ def test_set_override_is_validated():
     with pytest.raises(ConfigError, match="config field 't_end'"):
         build_config("rgvfm", "smoke", None, ["t_end=1.0"])
     assert build_config("rgvfm", "smoke", None, ["integrator=rk4"]).integrator == "rk4"
+
+
+def test_gpu_scale_asks_for_cuda():
+    assert RGVFMConfig.preset("gpu").device == "cuda" and RGVFMConfig().device == "cpu"
+
+
+@no_cuda
+def test_unavailable_device_fails_before_any_data_or_training(tmp_path, monkeypatch):
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("data or training started before the device was checked")
+
+    monkeypatch.setattr(experiment, "benchmark_data", must_not_run)
+    monkeypatch.setattr(experiment, "train_flow", must_not_run)
+    config = build_config("rgvfm", "smoke", None, ["device=cuda"])
+    ctx = RunContext(out_dir=tmp_path, seed=0, quiet=True)
+    with pytest.raises(ConfigError, match="config field 'device'"):
+        run(config, ctx)
+    assert ctx.plots == [] and list(tmp_path.iterdir()) == []
+
+
+@no_cuda
+def test_gpu_scale_on_a_machine_without_cuda_exits_with_the_device_error(cli, tmp_path):
+    proc = cli("run", "rgvfm", "--scale", "gpu", "--out", str(tmp_path), "--quiet")
+    assert proc.returncode == 2 and "config field 'device'" in proc.stderr, proc.stderr
+    assert list(tmp_path.rglob("result.json")) == []
+
+
+def without_timings(value):
+    """The metrics with the wall-time entries (``train_seconds``) removed, for exact comparison."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k != "train_seconds"}
+    return value
+
+
+@no_cuda
+def test_explicit_cpu_and_auto_reproduce_the_default_smoke_metrics(tmp_path, monkeypatch):
+    devices: list[set[torch.device]] = []
+    train_flow = experiment.train_flow
+
+    def recording_train_flow(flow, parameters, data, prior, **kwargs):
+        parameters = list(parameters)
+        devices.append({data.device, kwargs["generator"].device, *(p.device for p in parameters)})
+        return train_flow(flow, parameters, data, prior, **kwargs)
+
+    monkeypatch.setattr(experiment, "train_flow", recording_train_flow)
+    metrics = {}
+    for device in ("default", "cpu", "auto"):
+        config = build_config("rgvfm", "smoke", None, [] if device == "default" else [f"device={device}"])
+        seed_everything(config.seed)  # as the runner does
+        devices.clear()
+        (out := tmp_path / device).mkdir()
+        outcome = run(config, RunContext(out_dir=out, seed=config.seed, quiet=True))
+        assert devices and all(d == {torch.device("cpu")} for d in devices), f"{device}: trained on {devices}"
+        metrics[device] = without_timings(outcome.metrics)
+    # bit-identical: the same draws on the same device, compared with ==, not a tolerance
+    assert metrics["cpu"] == metrics["default"] and metrics["auto"] == metrics["default"]

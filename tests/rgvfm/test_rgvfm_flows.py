@@ -207,6 +207,24 @@ def test_training_lowers_the_loss_and_is_deterministic():
     assert first.loss_trace[-1] < 0.5 * first.loss_trace[0]
 
 
+def test_training_rejects_a_generator_on_another_device():
+    """Every training draw is made on the generator's device, so it must be the data's (here: meta vs CPU)."""
+    s = Sphere(2)
+    network = TimeMLP(3, hidden_dim=8)
+    data = torch.empty(10, 3, device="meta")
+    with pytest.raises(ValueError, match="generator is on cpu but data on meta"):
+        train_flow(
+            build_flow("rgvfm", s, network),
+            network.parameters(),
+            data,
+            make_prior(s, intrinsic=True),
+            steps=1,
+            batch_size=4,
+            lr=1e-3,
+            generator=torch.Generator(),
+        )
+
+
 def test_priors():
     s, h = Sphere(2), Lorentz(2)
     g = torch.Generator().manual_seed(0)

@@ -15,6 +15,11 @@ What ``iclr26 run rgvfm`` does:
    error |log μ - log x1|² is curvature (the Jacobi-field gap between the RFM and RG-VFM objectives);
 5. verdict (sphere checkerboard): RG-VFM-M's coverage exceeds RFM's, and the best Euclidean baseline's
    (CFM or VFM), by more than ``max(min_margin, 2 × standard error of the seed-paired difference)``.
+
+Device: the data are drawn on the CPU (the same points on every device) and the initial weights are made
+there, then both move to ``config.device``; the training and sampling draws (minibatches, x0, t, input
+noise, the C2ST split) come from generators created on that device from the same seeds, so on the CPU
+nothing differs from a run without the option, and on CUDA those draws differ (another generator).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import torch
 from matplotlib.patches import Circle
 
 from iclr26.common.config import ExperimentConfig, require
+from iclr26.common.device import resolve_device
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure, savefig
 from iclr26.common.seeding import derive_seed, torch_generator
@@ -115,6 +121,12 @@ class RGVFMConfig(ExperimentConfig):
         default=1.0,
         metadata={"help": "smallest coverage gap in percentage points that counts as 'better' (not in the paper)"},
     )
+    device: str = field(
+        default="cpu",
+        metadata={
+            "help": "torch device of training, sampling and metrics: cpu, cuda, cuda:N or auto (gpu scale: cuda)"
+        },
+    )
     data: Path | None = field(
         default=None,
         metadata={
@@ -132,6 +144,7 @@ class RGVFMConfig(ExperimentConfig):
             "steps": 30_000,
             "batch_size": 1024,
             "n_eval": 10_000,
+            "device": "cuda",
         },
     }
 
@@ -184,7 +197,7 @@ class ModelRun:
     """One trained and evaluated model (one benchmark, one seed).
 
     Attributes:
-        samples: generated points projected onto M, (n_eval, 3).
+        samples: generated points projected onto M, (n_eval, 3), on the CPU (for the plots).
         metrics: the scalar measurements of this run.
     """
 
@@ -200,7 +213,7 @@ def jacobi_gap(
     μ is the model's (predicted or implied) endpoint at x_t; the gap is what the RFM objective (on the
     endpoint scale) measures beyond the RG-VFM objective. Returned with the mean d(μ, x1)².
     """
-    t = torch.rand(x0.shape[0], 1, generator=generator)
+    t = torch.rand(x0.shape[0], 1, generator=generator, device=x0.device)
     with torch.no_grad():
         x_t = manifold.geodesic(x0, x1, t)
         mu = flow.endpoint(x_t, t)
@@ -212,11 +225,15 @@ def jacobi_gap(
 def train_and_evaluate(
     config: RGVFMConfig, benchmark: str, key: str, train: torch.Tensor, held_out: torch.Tensor, seed: int
 ) -> ModelRun:
-    """Train model ``key`` on ``train`` and evaluate it against ``held_out`` (see module steps 2-4)."""
+    """Train model ``key`` on ``train`` and evaluate it against ``held_out`` (see module steps 2-4).
+
+    Everything runs on the device of ``train`` and ``held_out``; the initial weights are drawn on the CPU.
+    """
+    device = train.device
     manifold = manifold_of(benchmark)
     spec = FLOW_SPECS[key]
     torch.manual_seed(derive_seed(seed, "init"))  # identical initial weights for every model of this seed
-    network = TimeMLP(manifold.ambient_dim, hidden_dim=config.hidden_dim)
+    network = TimeMLP(manifold.ambient_dim, hidden_dim=config.hidden_dim).to(device)
     flow = build_flow(key, manifold, network, noise_scale=config.noise_scale)
     prior = make_prior(
         manifold,
@@ -232,9 +249,9 @@ def train_and_evaluate(
         steps=config.steps,
         batch_size=config.batch_size,
         lr=config.lr,
-        generator=torch_generator(derive_seed(seed, "batches")),
+        generator=torch_generator(derive_seed(seed, "batches"), device),
     )
-    eval_gen = torch_generator(derive_seed(seed, "sample"))
+    eval_gen = torch_generator(derive_seed(seed, "sample"), device)
     x0 = prior(held_out.shape[0], eval_gen)
     raw = flow.sample(x0, steps=config.sample_steps, t_end=config.t_end, method=config.integrator)
     if not bool(torch.isfinite(raw).all()):
@@ -257,7 +274,7 @@ def train_and_evaluate(
         )
     if spec.intrinsic:
         metrics.update(jacobi_gap(flow, manifold, prior(held_out.shape[0], eval_gen), held_out, eval_gen))
-    return ModelRun(samples=samples, metrics=metrics)
+    return ModelRun(samples=samples.cpu(), metrics=metrics)
 
 
 def summarise(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
@@ -435,6 +452,7 @@ def plot_coverage(ctx: RunContext, results: dict[str, dict[str, Any]]) -> None:
 
 def run(config: RGVFMConfig, ctx: RunContext) -> Outcome:
     """Train and evaluate the five models on every benchmark and seed; check the coverage claim."""
+    device = resolve_device(config.device)  # an unavailable device fails here, before any data or training
     jobs = list(config.benchmarks)
     file_points = None
     if config.data is not None:
@@ -458,8 +476,9 @@ def run(config: RGVFMConfig, ctx: RunContext) -> Outcome:
                 train = benchmark_data(benchmark, config.n_train, torch_generator(derive_seed(seed, "train")))
                 held_out = benchmark_data(benchmark, config.n_eval, torch_generator(derive_seed(seed, "held_out")))
             samples = {}
+            train_dev, held_out_dev = train.to(device), held_out.to(device)
             for key in config.models:
-                model_run = train_and_evaluate(config, benchmark, key, train, held_out, seed)
+                model_run = train_and_evaluate(config, benchmark, key, train_dev, held_out_dev, seed)
                 per_model[key].append(model_run.metrics)
                 samples[key] = model_run.samples
                 bar.update(1)

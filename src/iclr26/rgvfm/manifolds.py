@@ -54,6 +54,11 @@ def _degenerate(dtype: torch.dtype) -> float:
     return 10.0 * torch.finfo(dtype).eps
 
 
+def _draw_device(generator: torch.Generator | None) -> torch.device:
+    """Where random draws from ``generator`` land: its own device (the CPU without one)."""
+    return torch.device("cpu") if generator is None else generator.device
+
+
 def _safe_norm(v: Tensor, sq: Tensor | None = None) -> Tensor:
     """|v| over the last axis with a clamped square, so that its gradient at v = 0 is 0 instead of NaN."""
     sq = (v * v).sum(-1, keepdim=True) if sq is None else sq
@@ -229,7 +234,7 @@ class Manifold(ABC):
             n: number of samples.
             mean: μ on M, shape (D,); the base point if None.
             scale: σ > 0, the standard deviation in normal coordinates.
-            generator: torch generator for ε.
+            generator: torch generator for ε; the samples are on its device (the CPU without one).
             dtype: dtype of the samples.
 
         Returns:
@@ -237,12 +242,13 @@ class Manifold(ABC):
         """
         if scale <= 0:
             raise ValueError(f"scale must be positive, got {scale}")
-        eps = torch.randn(n, self.dim, generator=generator, dtype=dtype)
-        o = self.base_point(dtype=dtype).expand(n, -1)
-        u0 = (scale * eps) @ self.chart_basis(dtype=dtype)
+        device = _draw_device(generator)
+        eps = torch.randn(n, self.dim, generator=generator, dtype=dtype, device=device)
+        o = self.base_point(dtype=dtype, device=device).expand(n, -1)
+        u0 = (scale * eps) @ self.chart_basis(dtype=dtype, device=device)
         if mean is None:
             return self.exp(o, u0)
-        mu = self.check(mean.to(dtype), "mean").expand(n, -1)
+        mu = self.check(mean.to(device=device, dtype=dtype), "mean").expand(n, -1)
         return self.exp(mu, self.transport(o, mu, u0))
 
     def perturb(self, x: Tensor, *, scale: float, generator: torch.Generator | None = None) -> Tensor:
@@ -411,8 +417,9 @@ class Sphere(Manifold):
     def random_uniform(
         self, n: int, *, generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32
     ) -> Tensor:
-        """n points uniform on Sⁿ (normalised Gaussians), shape (n, D)."""
-        return self.proj(torch.randn(n, self.ambient_dim, generator=generator, dtype=dtype))
+        """n points uniform on Sⁿ (normalised Gaussians), shape (n, D), on the generator's device."""
+        eps = torch.randn(n, self.ambient_dim, generator=generator, dtype=dtype, device=_draw_device(generator))
+        return self.proj(eps)
 
 
 class Lorentz(Manifold):

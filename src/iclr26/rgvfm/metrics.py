@@ -155,7 +155,7 @@ def knn_c2st(
         real: (M, D) reference samples.
         fake: (N, D) generated samples.
         k: odd number of neighbours.
-        generator: torch generator for the split.
+        generator: torch generator for the split, on the samples' device.
         chunk: test points whose distances are held in memory at once.
 
     Returns:
@@ -167,8 +167,10 @@ def knn_c2st(
     if k < 1 or k % 2 == 0:
         raise ValueError(f"k must be a positive odd integer, got {k}")
     points = torch.cat([real, fake])
-    labels = torch.cat([torch.zeros(real.shape[0]), torch.ones(fake.shape[0])])
-    perm = torch.randperm(points.shape[0], generator=generator)
+    labels = torch.cat(
+        [torch.zeros(real.shape[0], device=points.device), torch.ones(fake.shape[0], device=points.device)]
+    )
+    perm = torch.randperm(points.shape[0], generator=generator, device=points.device)
     half = points.shape[0] // 2
     train, test = perm[:half], perm[half:]
     if train.numel() < k:

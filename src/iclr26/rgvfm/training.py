@@ -45,7 +45,7 @@ def make_prior(
         scale: σ of the (wrapped) normal.
 
     Returns:
-        A sampler (n, generator) → (n, D).
+        A sampler (n, generator) → (n, D), drawing on the generator's device.
 
     Raises:
         ValueError: for an unknown ``kind``, ``uniform`` for an extrinsic model or on a manifold other than a
@@ -62,7 +62,10 @@ def make_prior(
         )
     if not intrinsic:
         center = manifold.base_point() if isinstance(manifold, Lorentz) else torch.zeros(manifold.ambient_dim)
-        return lambda n, generator: center + scale * torch.randn(n, manifold.ambient_dim, generator=generator)
+        return lambda n, generator: (
+            center.to(generator.device)
+            + scale * torch.randn(n, manifold.ambient_dim, generator=generator, device=generator.device)
+        )
     if kind == "uniform":
         if not isinstance(manifold, Sphere):
             raise ValueError(f"a uniform source exists only on the sphere, not on {manifold.name}")
@@ -102,29 +105,36 @@ def train_flow(
     Args:
         flow: the model (its network owns ``parameters``).
         parameters: the trainable parameters.
-        data: training points on M, (N, D).
+        data: training points on M, (N, D), on the network's device.
         prior: p0 sampler for the flow's path manifold.
         steps: number of optimiser steps.
         batch_size: B.
         lr: Adam learning rate.
-        generator: torch generator for minibatches, x0, t and input noise.
+        generator: torch generator for minibatches, x0, t and input noise, on the device of ``data``
+            (every draw is made there).
         progress: wraps ``range(steps)`` (e.g. a progress bar).
 
     Returns:
         :class:`TrainResult`.
 
     Raises:
-        ValueError: for non-positive steps/batch size/lr, or a non-finite loss (with the step).
+        ValueError: for non-positive steps/batch size/lr, a ``generator`` on another device type than ``data``,
+            or a non-finite loss (with the step).
     """
     if steps < 1 or batch_size < 1 or lr <= 0:
         raise ValueError(f"steps, batch_size and lr must be positive, got {steps}, {batch_size}, {lr}")
+    device = data.device
+    if generator.device.type != device.type:
+        raise ValueError(
+            f"generator is on {generator.device} but data on {device}; create the generator on the data's device"
+        )
     optimizer = torch.optim.Adam(parameters, lr=lr)
-    losses = torch.empty(steps)
+    losses = torch.empty(steps, device=device)
     start = time.perf_counter()
     for step in progress(range(steps)):
-        x1 = data[torch.randint(data.shape[0], (batch_size,), generator=generator)]
+        x1 = data[torch.randint(data.shape[0], (batch_size,), generator=generator, device=device)]
         x0 = prior(batch_size, generator)
-        t = torch.rand(batch_size, 1, generator=generator)
+        t = torch.rand(batch_size, 1, generator=generator, device=device)
         loss = flow.training_loss(x0, x1, t, generator=generator)
         if not torch.isfinite(loss):
             raise ValueError(f"non-finite training loss {float(loss)} at step {step}")
