@@ -76,3 +76,9 @@ def smoke(tmp_path):
         return record
 
     return _smoke
+
+
+@pytest.fixture
+def smoke_into():
+    """The :func:`smoke_record` helper: ``smoke_into("seesaw", out_dir, *extra) -> record``."""
+    return smoke_record

@@ -37,7 +37,8 @@ def test_catalog_lists_the_19_papers_in_order():
 def test_list_shows_all_papers(cli, tmp_path):
     proc = cli("list", "--out", str(tmp_path))
     assert proc.returncode == 0
-    lines = proc.stdout.strip().splitlines()[1:]
+    header, *lines = proc.stdout.strip().splitlines()[1:]
+    assert proc.stdout.startswith(f"records read from {tmp_path.resolve()} (latest `cpu` record")
     assert len(lines) == 19 and lines[0].split()[:2] == ["1", "lamir"] and lines[-1].split()[:2] == ["19", "guishift"]
     assert all("never run" in line for line in lines)
 
@@ -45,18 +46,21 @@ def test_list_shows_all_papers(cli, tmp_path):
 def test_selfcheck_run_writes_a_complete_record_and_report(smoke, cli, tmp_path):
     record = smoke("selfcheck", "--seed", "3", "--set", "lr=0.004")
     assert record["module"] == "selfcheck" and record["scale"] == "smoke" and record["seed"] == 3
+    assert record["verdict_meaningful"] is False and record["units"] == ["train"]
     assert record["config"]["lr"] == 0.004 and record["config"]["seed"] == 3
     assert record["claim_held"] is True
     assert record["evidence"]["final_val_loss"] < record["evidence"]["uniform_loss"]
     assert record["metrics"]["params_changed"] > 0 and record["plots"] == ["loss.png"]
-    for key in ("package_version", "torch", "python", "wall_time_s", "started_utc", "git_commit", "claim"):
+    for key in ("package_version", "torch", "python", "wall_time_s", "started_utc", "git_commit", "claim", "timings"):
         assert key in record
+    assert record["evidence"]["thresholds"]["uniform_loss"]["source"]
     out = tmp_path / "runs"
-    proc = cli("report", "--out", str(out))
+    proc = cli("report", "--out", str(out), "--scale", "smoke")
     assert proc.returncode == 0
     report = (out / "report.md").read_text()
     assert report.count("\n| ") == 20  # header + 19 papers
-    assert "0 of 19 papers have a record" in report  # selfcheck is not a paper
+    assert "0 of 19 papers have a `smoke` record" in report  # selfcheck is not a paper
+    assert "its verdict is not meaningful" in report
 
 
 def test_bad_set_values_are_rejected_before_anything_is_written(capsys, tmp_path):
@@ -64,7 +68,15 @@ def test_bad_set_values_are_rejected_before_anything_is_written(capsys, tmp_path
         (["--set", "lr=fast"], "--set lr='fast': expected float"),
         (["--set", "nope=1"], "--set nope: unknown key"),
         (["--set", "batch_size=0"], "config field 'batch_size': must be positive"),
-        (["--threads", "-1"], "--threads must be positive"),
+        (["--set", "lr=inf"], "--set lr='inf': expected float"),
+        (["--set", "lr=nan"], "--set lr='nan': expected float"),
+        (["--threads", "-1"], "--threads must be a positive integer, got -1"),
+        (["--threads", "0"], "--threads must be a positive integer, got 0"),
+        (["--set", "data=/no/such/file.txt"], "config field 'data': corpus path '/no/such/file.txt' does not exist"),
+        (
+            ["--seed", "1", "--resume", str(tmp_path)],
+            "--resume continues a run with its own config; drop --set and --seed",
+        ),
     ]:
         assert cli.main(["run", "selfcheck", "--out", str(tmp_path), *args]) == 2
         assert message in capsys.readouterr().err
@@ -73,9 +85,40 @@ def test_bad_set_values_are_rejected_before_anything_is_written(capsys, tmp_path
     assert not (tmp_path / "selfcheck").exists()
 
 
-def test_help_config_lists_fields(cli):
+def test_bad_thread_variable_is_named(monkeypatch, capsys, tmp_path):
+    for value in ("abc", "-3", "0", "1.5"):
+        monkeypatch.setenv("ICLR26_THREADS", value)
+        assert cli.main(["run", "selfcheck", "--scale", "smoke", "--out", str(tmp_path)]) == 2
+        assert (
+            f"environment variable ICLR26_THREADS must be a positive integer, got '{value}'" in capsys.readouterr().err
+        )
+    assert not (tmp_path / "selfcheck").exists()
+
+
+def test_bad_user_data_is_rejected_before_any_folder(capsys, tmp_path):
+    random_bytes = tmp_path / "random.bin"
+    random_bytes.write_bytes(bytes(range(128, 256)) * 32)  # 4 KiB, not UTF-8
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("x" * 50)
+    out = tmp_path / "runs"
+    for data, message in [
+        (random_bytes, "is not UTF-8 text (undecodable byte at offset 0)"),
+        (empty, "the split left 0 training"),
+        (tiny, "fewer than the 66 this config needs"),
+    ]:
+        assert cli.main(["run", "selfcheck", "--scale", "smoke", "--out", str(out), "--set", f"data={data}"]) == 2
+        assert "config field 'data': " in (err := capsys.readouterr().err) and message in err, err
+    assert not out.exists()
+
+
+def test_help_config_lists_fields_defaults_and_presets(cli):
     proc = cli("run", "selfcheck", "--help-config")
-    assert proc.returncode == 0 and "total_tokens" in proc.stdout and "training budget in tokens" in proc.stdout
+    assert proc.returncode == 0 and "training budget in tokens" in proc.stdout
+    row = next(line for line in proc.stdout.splitlines() if line.split()[:1] == ["total_tokens"])
+    assert row.split()[1:5] == ["int", "204800", "20480", "/"] and row.split()[5] == "32768000"
+    assert "aliases: corpus -> data" in proc.stdout
 
 
 def test_run_all_goes_on_after_a_failing_paper(monkeypatch, capsys, tmp_path):
@@ -92,6 +135,65 @@ def test_run_all_goes_on_after_a_failing_paper(monkeypatch, capsys, tmp_path):
     status = cli.main(["run", "all", "--scale", "smoke", "--out", str(tmp_path)])
     assert status == 1 and ran == ["lamir", "rgvfm", "hicra"]
     assert "failed: rgvfm" in capsys.readouterr().out
+
+
+def _write_record(out, module, stamp, scale, held, measurement):
+    run_dir = out / module / stamp
+    run_dir.mkdir(parents=True)
+    record = {
+        "module": module,
+        "claim": "C",
+        "claim_held": held,
+        "metrics": {},
+        "config": {},
+        "scale": scale,
+        "seed": 0,
+        "started_utc": "2026-01-01T00:00:00+00:00",
+        "wall_time_s": 1.0,
+        "measurement": measurement,
+        "evidence": {},
+        "plots": [],
+    }
+    (run_dir / "result.json").write_text(json.dumps(record))
+
+
+def test_a_smoke_run_changes_no_cpu_verdict(cli, tmp_path, monkeypatch):
+    """The bug this fixes: one smoke run replaced every committed cpu verdict in list, report and READMEs."""
+    from iclr26 import report
+
+    out = tmp_path / "runs"
+    _write_record(out, "seesaw", "2026-01-01T00-00-00.000000Z", "cpu", True, "cpu gap 0.01")
+    _write_record(out, "seesaw", "2026-01-02T00-00-00.000000Z", "smoke", False, "smoke nonsense")
+    listing = cli("list", "--out", str(out)).stdout
+    assert "held (cpu, 2026-01-01)" in next(line for line in listing.splitlines() if " seesaw " in line)
+    assert "smoke (smoke, 2026-01-01)" in cli("list", "--out", str(out), "--scale", "smoke").stdout
+    assert cli("report", "--out", str(out)).returncode == 0
+    text = (out / "report.md").read_text()
+    assert "cpu gap 0.01" in text and "smoke nonsense" not in text and "| held | cpu |" in text
+    assert cli("report", "--out", str(out), "--scale", "smoke").returncode == 0
+    text = (out / "report.md").read_text()
+    assert "smoke nonsense" in text and "| smoke | smoke |" in text and "NOT" not in text
+
+    src = tmp_path / "src"
+    (src / "seesaw").mkdir(parents=True)
+    (src / "seesaw" / "README.md").write_text(f"{report.BEGIN}\nold\n{report.END}\n")
+    assert report.refresh_readme(paper("seesaw"), out, src)
+    assert "cpu gap 0.01" in (src / "seesaw" / "README.md").read_text()
+
+
+def test_list_into_a_closed_pipe_exits_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        f"{sys.executable} -m iclr26 list --out {tmp_path} | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("records read from") and proc.stderr == ""
 
 
 def test_report_refreshes_readme_blocks(tmp_path, monkeypatch):

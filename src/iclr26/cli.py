@@ -5,8 +5,12 @@ Examples::
     iclr26 list
     iclr26 run seesaw --scale smoke --seed 1 --set lr=3e-3
     iclr26 run seesaw --help-config
+    iclr26 run seesaw --resume runs/seesaw/<stamp>
     iclr26 run all --scale cpu
     iclr26 report --readmes
+
+Exit status: 0 success, 1 a reproduction failed, 2 bad input (nothing written), 130 interrupted (Ctrl-C; the run
+folder is marked and can be resumed).
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from iclr26.catalog import (
 from iclr26.common.config import SCALE_NAMES, ConfigError, field_help
 from iclr26.common.records import latest_record
 from iclr26.report import refresh_readme, report_markdown, verdict
-from iclr26.runner import build_config, run_experiment
+from iclr26.runner import OutputError, ResumeError, build_config, resume_config, run_experiment
+
+BAD_INPUT = (UnknownModule, ConfigError, MissingExtra, LookupError, OutputError, ResumeError)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p_list = sub.add_parser("list", help="the 19 papers, implemented or not, with their last result")
     p_list.add_argument("--out", type=Path, default=Path("runs"), help="where run records live (default: runs)")
+    p_list.add_argument(
+        "--scale", choices=SCALE_NAMES, default="cpu", help="show the latest record of this scale (default: cpu)"
+    )
 
     p_run = sub.add_parser("run", help="run one reproduction (or all implemented ones)")
     p_run.add_argument("module", help="module name (see `iclr26 list`), 'selfcheck', or 'all'")
@@ -62,9 +71,19 @@ def _parser() -> argparse.ArgumentParser:
         help="torch intra-op threads (default: $ICLR26_THREADS, else torch's default); 1 is best on a busy machine",
     )
     p_run.add_argument("--help-config", action="store_true", help="list the config fields and exit")
+    p_run.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="RUN_DIR",
+        help="continue an interrupted run in RUN_DIR with its own config; finished units of work are not redone",
+    )
 
-    p_rep = sub.add_parser("report", help="gather the latest records into OUT/report.md")
-    p_rep.add_argument("--out", type=Path, default=Path("runs"))
+    p_rep = sub.add_parser("report", help="gather the latest records of one scale into OUT/report.md")
+    p_rep.add_argument("--out", type=Path, default=Path("runs"), help="where run records live (default: runs)")
+    p_rep.add_argument(
+        "--scale", choices=SCALE_NAMES, default="cpu", help="report the latest record of this scale (default: cpu)"
+    )
     p_rep.add_argument(
         "--readmes",
         action="store_true",
@@ -74,33 +93,72 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    print(f"records read from {args.out.resolve()} (latest `{args.scale}` record of each paper)")
     print(f"{'#':>2}  {'module':<13}{'name':<21}{'implemented':<13}last result")
     for p in PAPERS:
-        rec = latest_record(args.out, p.module)
+        rec = latest_record(args.out, p.module, args.scale)
         last = verdict(rec) + (f" ({rec.data['scale']}, {rec.data['started_utc'][:10]})" if rec else "")
         print(f"{p.number:>2}  {p.module:<13}{p.name:<21}{'yes' if is_implemented(p.module) else 'no':<13}{last}")
     return 0
 
 
 def _run_one(module: str, args: argparse.Namespace) -> int:
-    config = build_config(module, args.scale, args.seed, args.overrides)
-    summary = run_experiment(module, config, scale=args.scale, out=args.out, quiet=args.quiet)
-    held = "HELD" if summary.outcome.claim_held else "NOT HELD"
-    print(f"[{module}] claim {held}: {summary.outcome.measurement}")
-    print(f"[{module}] record: {summary.run_dir / 'result.json'} ({summary.wall_time_s:.1f} s)")
+    if args.resume is not None:
+        config, scale = resume_config(args.resume, module)
+    else:
+        config, scale = build_config(module, args.scale, args.seed, args.overrides), args.scale
+    summary = run_experiment(module, config, scale=scale, out=args.out, quiet=args.quiet, resume_dir=args.resume)
+    if scale == "smoke":
+        print(f"[{module}] smoke run finished (a smoke run checks that the code runs; its verdict is not meaningful)")
+    else:
+        held = "HELD" if summary.outcome.claim_held else "NOT HELD"
+        print(f"[{module}] claim {held}: {summary.outcome.measurement}")
+    resumed = f", {len(summary.resumed_units)} unit(s) resumed" if summary.resumed_units else ""
+    print(f"[{module}] record: {summary.run_dir / 'result.json'} ({summary.wall_time_s:.1f} s{resumed})")
+    for name, err in (summary.plot_errors or {}).items():
+        print(f"[{module}] plot {name} not saved: {err} (noted in the record)", file=sys.stderr)
     return 0
 
 
+def _threads(args: argparse.Namespace) -> int | None:
+    """The thread count of ``--threads`` or ``$ICLR26_THREADS`` (None: torch's default).
+
+    Raises:
+        ConfigError: naming the option or variable, for a value that is not a positive integer.
+    """
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ConfigError(f"--threads must be a positive integer, got {args.threads}")
+        return args.threads
+    text = os.environ.get("ICLR26_THREADS", "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"environment variable ICLR26_THREADS must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def _help_config(module: str) -> None:
+    experiment = load_experiment(module)
+    cls = experiment.config_cls
+    print(f"config fields of {module} ({cls.__name__}); set with --set KEY=VALUE")
+    if cls.CPU_BOUND:
+        print(f"runs on the CPU at every scale: {cls.CPU_BOUND}")
+    if cls.ALIASES:
+        print("aliases: " + ", ".join(f"{old} -> {new}" for old, new in sorted(cls.ALIASES.items())))
+    print(f"  {'field':<24} {'type':<28} {'default (cpu)':<18} {'smoke / gpu preset':<22} help")
+    for row in field_help(cls):
+        presets = " / ".join(row.presets.get(s, "=") for s in ("smoke", "gpu"))
+        print(f"  {row.name:<24} {row.type:<28} {row.default:<18} {presets:<22} {row.help}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    threads = args.threads or int(os.environ.get("ICLR26_THREADS", "0"))
-    if threads < 0:
-        print(f"error: --threads must be positive, got {threads}", file=sys.stderr)
-        return 2
+    threads = _threads(args)
     if threads:
         torch.set_num_threads(threads)
     if args.module == "all":
-        if args.overrides or args.help_config:
-            print("error: --set and --help-config need one module, not 'all'", file=sys.stderr)
+        if args.overrides or args.help_config or args.resume:
+            print("error: --set, --resume and --help-config need one module, not 'all'", file=sys.stderr)
             return 2
         papers = implemented()
         if not papers:
@@ -111,6 +169,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"== paper {p.number}: {p.name} ({p.module}) at scale {args.scale}", flush=True)
             try:
                 _run_one(p.module, args)
+            except BAD_INPUT as err:  # e.g. a gpu preset on a machine without CUDA: one line, then the next paper
+                print(f"[{p.module}] FAILED: {err}", file=sys.stderr)
+                failed.append(p.module)
             except Exception:  # one failing paper must not stop the others
                 traceback.print_exc()
                 print(f"[{p.module}] FAILED", file=sys.stderr)
@@ -118,37 +179,45 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"ran {len(papers)} papers; failed: {', '.join(failed) or 'none'}")
         return 1 if failed else 0
 
-    try:
-        paper(args.module)
-        if args.help_config:
-            experiment = load_experiment(args.module)
-            print(f"config fields of {args.module} ({experiment.config_cls.__name__}); set with --set KEY=VALUE")
-            for name, tp, help_text in field_help(experiment.config_cls):
-                print(f"  {name:<24} {tp:<28} {help_text}")
-            return 0
-        return _run_one(args.module, args)
-    except (UnknownModule, ConfigError, MissingExtra, LookupError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    paper(args.module)
+    if args.help_config:
+        _help_config(args.module)
+        return 0
+    if args.resume is not None and (args.overrides or args.seed is not None):
+        raise ConfigError("--resume continues a run with its own config; drop --set and --seed")
+    return _run_one(args.module, args)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.out.exists() and not args.out.is_dir():
+        raise OutputError(f"--out {str(args.out)!r} is a file, not a folder of run records")
     args.out.mkdir(parents=True, exist_ok=True)
-    text = report_markdown(args.out)
+    text = report_markdown(args.out, args.scale)
     (args.out / "report.md").write_text(text, encoding="utf-8")
     print(text, end="")
     print(f"written: {args.out / 'report.md'}")
     if args.readmes:
         src_root = Path(__file__).resolve().parent
-        changed = [p.module for p in PAPERS if refresh_readme(p, args.out, src_root)]
-        print(f"README results blocks refreshed: {', '.join(changed) or 'none'}")
+        changed = [p.module for p in PAPERS if refresh_readme(p, args.out, src_root, args.scale)]
+        print(f"README results blocks refreshed from `{args.scale}` records: {', '.join(changed) or 'none'}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `iclr26` command; returns the exit status."""
+    """Entry point of the `iclr26` command; returns the exit status (see the module docstring)."""
     args = _parser().parse_args(argv)
-    return {"list": cmd_list, "run": cmd_run, "report": cmd_report}[args.command](args)
+    try:
+        return {"list": cmd_list, "run": cmd_run, "report": cmd_report}[args.command](args)
+    except BAD_INPUT as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C); an unfinished run folder is marked and resumes with --resume", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`iclr26 list | head`): stop quietly, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

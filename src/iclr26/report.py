@@ -1,7 +1,8 @@
-"""`iclr26 report`: the latest record of every paper as one table of *paper's claim vs. our measurement*.
+"""`iclr26 report`: the latest record of every paper at one scale as a table of *paper's claim vs. our measurement*.
 
 It also refreshes the results block of each module README (between ``<!-- results:begin -->`` and
-``<!-- results:end -->``) from the latest record, so that no number in a README is typed by hand.
+``<!-- results:end -->``) from the latest record of that scale, so that no number in a README is typed by hand.
+Records of another scale are never picked: a smoke run changes neither the report of ``cpu`` records nor a README.
 """
 
 from __future__ import annotations
@@ -22,25 +23,31 @@ def _cell(text: str) -> str:
 
 
 def verdict(record: RunRecord | None) -> str:
-    """``held``, ``not held`` or ``never run``."""
+    """``held``, ``not held``, ``never run``, or ``smoke`` for a smoke record (its verdict means nothing)."""
     if record is None:
         return "never run"
+    if record.data["scale"] == "smoke":
+        return "smoke"
     return "held" if record.claim_held else "not held"
 
 
-def report_markdown(out: Path) -> str:
-    """The report of every paper's latest record under ``out``, as Markdown (links relative to ``out``)."""
+def report_markdown(out: Path, scale: str = "cpu") -> str:
+    """The report of every paper's latest ``scale`` record under ``out``, as Markdown (links relative to ``out``)."""
+    smoke_note = ""
+    if scale == "smoke":
+        smoke_note = " A smoke run only checks that the code runs: its verdict is not meaningful."
     lines = [
         "# iclr26 report: paper's claim vs. our measurement",
         "",
-        f"Latest record of each paper under `{out}`; `held` is the reproduction's own verdict on the claim.",
+        f"Latest `{scale}` record of each paper under `{out}`; `held` is the reproduction's own verdict on the "
+        f"claim.{smoke_note}",
         "",
         "| # | paper | claim | our measurement | held? | scale | date | plots |",
         "|---|---|---|---|---|---|---|---|",
     ]
     n_results = 0
     for p in PAPERS:
-        rec = latest_record(out, p.module)
+        rec = latest_record(out, p.module, scale)
         if rec is None:
             status = "not implemented" if not is_implemented(p.module) else "never run"
             lines.append(f"| {p.number} | {p.name} | {_cell(p.claim)} | — | {status} | — | — | — |")
@@ -53,7 +60,7 @@ def report_markdown(out: Path) -> str:
             f"| {p.number} | {p.name} | {_cell(data['claim'])} | {_cell(data['measurement'])} | {verdict(rec)} "
             f"| {data['scale']} | {data['started_utc'][:10]} | {plots} |"
         )
-    lines += ["", f"{n_results} of {len(PAPERS)} papers have a record."]
+    lines += ["", f"{n_results} of {len(PAPERS)} papers have a `{scale}` record."]
     return "\n".join(lines) + "\n"
 
 
@@ -70,7 +77,9 @@ def readme_block(rec: RunRecord, readme_dir: Path) -> str:
         "",
         f"- **Claim checked:** {data['claim']}",
         f"- **Measured:** {data['measurement']}",
-        f"- **Verdict:** claim {verdict(rec)} at this scale.",
+        "- **Verdict:** not meaningful at smoke scale (the run only checks that the code runs)."
+        if data["scale"] == "smoke"
+        else f"- **Verdict:** claim {verdict(rec)} at this scale.",
     ]
     if data.get("notes"):
         lines.append(f"- **Notes:** {data['notes']}")
@@ -80,10 +89,11 @@ def readme_block(rec: RunRecord, readme_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def refresh_readme(p: Paper, out: Path, src_root: Path) -> bool:
-    """Replace the results block of ``src_root/<module>/README.md`` from the latest record; True if changed."""
+def refresh_readme(p: Paper, out: Path, src_root: Path, scale: str = "cpu") -> bool:
+    """Replace the results block of ``src_root/<module>/README.md`` from the latest ``scale`` record; True if
+    changed."""
     readme = src_root / p.module / "README.md"
-    rec = latest_record(out, p.module)
+    rec = latest_record(out, p.module, scale)
     if rec is None or not readme.is_file():
         return False
     text = readme.read_text(encoding="utf-8")

@@ -1,7 +1,21 @@
-"""Running one reproduction: config from scale/seed/overrides, a fresh run folder, the record written atomically."""
+"""Running one reproduction: config from scale/seed/overrides, checks before any work, a run folder, the record
+written atomically, then the plots; resuming an interrupted run from its folder.
+
+Order of a run (every check before the first unit of work; a rejected run leaves no folder):
+
+1. the config (scale preset, ``--set``, ``--seed``), validated by its ``__post_init__`` (user data is opened and
+   parsed there);
+2. the device the config names (a ``cpu`` machine asked for ``cuda`` fails here);
+3. the output folder: created, checked writable for the longest name the run will write;
+4. ``run.json`` (module, scale, config), then the reproduction, whose units of work land in ``units/``;
+5. ``result.json``, then the plots; a plot that fails to save is noted in the record. The units of work are
+   removed once the record is written (only an unfinished run needs them).
+"""
 
 from __future__ import annotations
 
+import errno
+import shutil
 import time
 import traceback
 from dataclasses import dataclass, replace
@@ -9,58 +23,195 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from iclr26.catalog import load_experiment, paper
-from iclr26.common.config import ExperimentConfig, apply_overrides
-from iclr26.common.experiment import Outcome, RunContext
-from iclr26.common.records import RESULT_FILE, environment, git_commit, new_run_dir, write_json_atomic
+from iclr26.common.config import ConfigError, ExperimentConfig, apply_overrides
+from iclr26.common.device import resolve_device
+from iclr26.common.experiment import MAX_NAME_LEN, UNITS_DIR, Outcome, RunContext
+from iclr26.common.plots import savefig
+from iclr26.common.records import (
+    ERROR_FILE,
+    INTERRUPTED_FILE,
+    RESULT_FILE,
+    RUN_FILE,
+    SCHEMA_VERSION,
+    environment,
+    git_commit,
+    new_run_dir,
+    write_json_atomic,
+)
 from iclr26.common.seeding import seed_everything
+
+
+class OutputError(ValueError):
+    """The output folder cannot take the run's files; the message names ``--out`` and the fix."""
+
+
+class ResumeError(ValueError):
+    """A folder given to ``--resume`` cannot be resumed; the message says why."""
 
 
 @dataclass(frozen=True)
 class RunSummary:
-    """Where a finished run wrote its record, and its verdict."""
+    """Where a finished run wrote its record, and its verdict.
+
+    Attributes:
+        run_dir: the run folder.
+        outcome: what the reproduction returned.
+        wall_time_s: seconds of this process's part of the run (a resumed run counts only its own).
+        resumed_units: units read back from the interrupted run (empty for a fresh run).
+        plot_errors: plot name -> error, for plots that could not be saved.
+    """
 
     run_dir: Path
     outcome: Outcome
     wall_time_s: float
+    resumed_units: tuple[str, ...] = ()
+    plot_errors: dict[str, str] | None = None
 
 
 def build_config(module: str, scale: str, seed: int | None, overrides: list[str]) -> ExperimentConfig:
     """The config a run of ``module`` would use: the scale preset, then ``--set`` overrides, then ``--seed``.
 
     Raises:
-        ConfigError: for an unknown scale or key, or a value of the wrong type or range.
+        ConfigError: for an unknown scale or key, a value of the wrong type or range, unreadable user data, or a
+            device this machine does not have.
     """
     experiment = load_experiment(module)
     config = apply_overrides(experiment.config_cls.preset(scale), overrides)
     if seed is not None:
         config = replace(config, seed=seed)
+    check_device(config)
     return config
 
 
-def run_experiment(module: str, config: ExperimentConfig, *, scale: str, out: Path, quiet: bool = False) -> RunSummary:
-    """Run ``module``'s reproduction with ``config`` and write ``out/module/<stamp>/result.json``.
+def check_device(config: ExperimentConfig) -> None:
+    """Fail before any work if ``config`` names a device this machine lacks (e.g. a gpu preset without CUDA).
 
-    If the run raises, the folder keeps ``error.txt`` with the traceback and no ``result.json``; the exception
-    propagates.
+    Raises:
+        ConfigError: naming the ``device`` field and the fix (``--set device=cpu``).
+    """
+    device = getattr(config, "device", None)
+    if isinstance(device, str):
+        resolve_device(device)
+
+
+def prepare_run_dir(out: Path, module: str) -> Path:
+    """Create ``out/module/<stamp>`` and check that it takes every file the run will write.
+
+    The check writes and removes a file whose name is as long as the longest plot or unit name
+    (:data:`~iclr26.common.experiment.MAX_NAME_LEN`) inside ``units/``. On failure nothing is left behind.
+
+    Raises:
+        OutputError: if ``out`` is a file, not writable, or its path too long for the file system.
+    """
+    out = Path(out)
+    created: list[Path] = []
+    run_dir: Path | None = None
+    try:
+        if out.exists() and not out.is_dir():
+            raise OutputError(f"--out {str(out)!r} is a file, not a folder; pass a folder (it is created if missing)")
+        created = [p for p in (out, out / module) if not p.exists()]
+        run_dir = new_run_dir(out, module)
+        probe = run_dir / UNITS_DIR / ("x" * (MAX_NAME_LEN + len(".pkl")))
+        probe.parent.mkdir()
+        probe.write_bytes(b"probe")
+        probe.unlink()
+        probe.parent.rmdir()
+        return run_dir
+    except OSError as err:
+        if run_dir is not None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        for path in reversed(created):
+            shutil.rmtree(path, ignore_errors=True)
+        why = {
+            errno.ENAMETOOLONG: "its path is too long for the file system",
+            errno.EACCES: "it is not writable",
+            errno.EPERM: "it is not writable",
+            errno.EROFS: "it lies on a read-only file system",
+            errno.ENOTDIR: "a part of its path is a file",
+            errno.ENOSPC: "the disk is full",
+            errno.ENOENT: "it cannot be created there",
+        }.get(err.errno, f"it cannot be written ({err.strerror or err})")
+        raise OutputError(f"--out {str(out)!r}: {why}; pass a writable folder with a shorter path") from None
+
+
+def resume_config(run_dir: Path, module: str) -> tuple[ExperimentConfig, str]:
+    """The config and scale of the interrupted run in ``run_dir`` (from its ``run.json``).
+
+    Raises:
+        ResumeError: if the folder is not a run of ``module``, or already has its record.
+    """
+    import json
+
+    run_dir = Path(run_dir)
+    run_file = run_dir / RUN_FILE
+    if not run_file.is_file():
+        raise ResumeError(f"--resume {str(run_dir)!r}: no {RUN_FILE} there; pass the folder of a run of {module}")
+    if (run_dir / RESULT_FILE).is_file():
+        raise ResumeError(f"--resume {str(run_dir)!r}: that run finished (it has {RESULT_FILE}); nothing to resume")
+    try:
+        started = json.loads(run_file.read_text(encoding="utf-8"))
+        recorded_module, scale, values = started["module"], started["scale"], started["config"]
+    except (ValueError, KeyError) as err:
+        raise ResumeError(f"--resume {str(run_dir)!r}: {RUN_FILE} is damaged ({err}); start a fresh run") from None
+    if recorded_module != module:
+        raise ResumeError(f"--resume {str(run_dir)!r} is a run of {recorded_module}, not {module}")
+    config = load_experiment(module).config_cls.from_dict(values)
+    check_device(config)
+    return config, scale
+
+
+def run_experiment(
+    module: str,
+    config: ExperimentConfig,
+    *,
+    scale: str,
+    out: Path,
+    quiet: bool = False,
+    resume_dir: Path | None = None,
+) -> RunSummary:
+    """Run ``module``'s reproduction with ``config`` and write ``out/module/<stamp>/result.json``, then its plots.
+
+    Args:
+        module: the paper's module name (or ``selfcheck``).
+        config: a validated config (:func:`build_config` or :func:`resume_config`).
+        scale: the preset the config came from, for the record.
+        out: the records folder.
+        quiet: no progress bars.
+        resume_dir: the folder of an interrupted run to continue: its finished units are read back, not redone.
+
+    Raises:
+        OutputError: if ``out`` cannot take the run's files (nothing is written then).
+        KeyboardInterrupt: after marking the folder with ``interrupted.txt`` (resume it with ``--resume``).
+        Exception: whatever the reproduction raised; the folder keeps ``error.txt`` with the traceback.
     """
     entry = paper(module)
     experiment = load_experiment(module)
-    run_dir = new_run_dir(out, module)
+    if resume_dir is None:
+        run_dir = prepare_run_dir(out, module)
+        write_json_atomic(run_dir / RUN_FILE, {"module": module, "scale": scale, "config": config.to_dict()})
+    else:
+        run_dir = Path(resume_dir)
+        for name in (INTERRUPTED_FILE, ERROR_FILE):
+            (run_dir / name).unlink(missing_ok=True)
     ctx = RunContext(out_dir=run_dir, seed=config.seed, quiet=quiet)
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     seed_everything(config.seed)
     try:
         outcome = experiment.run(config, ctx)
+    except KeyboardInterrupt:
+        (run_dir / INTERRUPTED_FILE).write_text(
+            f"interrupted at {datetime.now(UTC).isoformat(timespec='seconds')} after {len(ctx.units)} "
+            f"finished unit(s); continue with: iclr26 run {module} --resume {run_dir}\n",
+            encoding="utf-8",
+        )
+        raise
     except BaseException:
-        (run_dir / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        (run_dir / ERROR_FILE).write_text(traceback.format_exc(), encoding="utf-8")
         raise
     wall = time.perf_counter() - t0
-    missing = [name for name in ctx.plots if not (run_dir / name).is_file()]
-    if missing:
-        raise RuntimeError(f"{module}: plots registered but not written: {missing}")
     record = {
-        "schema": 1,
+        "schema": SCHEMA_VERSION,
         "module": module,
         "paper": entry.number,
         "title": entry.title,
@@ -73,11 +224,44 @@ def run_experiment(module: str, config: ExperimentConfig, *, scale: str, out: Pa
         "wall_time_s": round(wall, 3),
         "claim": entry.claim,
         "claim_held": outcome.claim_held,
+        "verdict_meaningful": scale != "smoke",
         "evidence": outcome.evidence,
         "measurement": outcome.measurement,
         "notes": outcome.notes,
         "metrics": outcome.metrics,
-        "plots": list(ctx.plots),
+        "timings": outcome.timings,
+        "units": ctx.units,
+        "resumed_units": ctx.resumed_units,
+        "plots": ctx.plots,
     }
-    write_json_atomic(run_dir / RESULT_FILE, record)
-    return RunSummary(run_dir=run_dir, outcome=outcome, wall_time_s=wall)
+    write_json_atomic(run_dir / RESULT_FILE, record)  # the measurements are safe before any plot is drawn
+    shutil.rmtree(run_dir / UNITS_DIR, ignore_errors=True)  # only an unfinished run needs its units
+    plot_errors = {}
+    for name, fig in ctx.figures.items():
+        try:
+            savefig(fig, run_dir / name)
+        except Exception as err:  # noqa: BLE001 - any failure of one plot is noted, the others still saved
+            plot_errors[name] = f"{type(err).__name__}: {err}"
+    if plot_errors:
+        record["plot_errors"] = plot_errors
+        write_json_atomic(run_dir / RESULT_FILE, record)
+    return RunSummary(
+        run_dir=run_dir,
+        outcome=outcome,
+        wall_time_s=wall,
+        resumed_units=tuple(ctx.resumed_units),
+        plot_errors=plot_errors or None,
+    )
+
+
+__all__ = [
+    "ConfigError",
+    "OutputError",
+    "ResumeError",
+    "RunSummary",
+    "build_config",
+    "check_device",
+    "prepare_run_dir",
+    "resume_config",
+    "run_experiment",
+]

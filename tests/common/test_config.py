@@ -69,6 +69,9 @@ def test_overrides_parse_by_field_type():
         ("steps=0", "config field 'steps': must be positive"),
         ("steps", "expected key=value"),
         ("lr=nan", "expected float"),
+        ("lr=inf", "--set lr='inf': expected float"),
+        ("lr=-inf", "expected float"),
+        ("lr=1e999", "expected float"),
     ],
 )
 def test_bad_overrides_name_the_key(assignment, message):
@@ -88,6 +91,44 @@ def test_constructor_rejects_wrong_types_and_negative_seed():
 def test_to_dict_is_plain_and_help_is_listed():
     d = Demo().to_dict()
     assert d["widths"] == [8, 16] and d["out"] == "x"
-    helps = {name: (tp, text) for name, tp, text in field_help(Demo)}
-    assert helps["steps"] == ("int", "optimizer steps")
-    assert helps["data"][0] == "str | None"
+    helps = {row.name: row for row in field_help(Demo)}
+    assert (helps["steps"].type, helps["steps"].help) == ("int", "optimizer steps")
+    assert helps["data"].type == "str | None" and helps["data"].default == "none"
+    # defaults as written after --set, and the presets that change a field
+    assert helps["steps"].default == "100" and helps["steps"].presets == {"smoke": "3", "gpu": "10000"}
+    assert helps["lr"].presets == {"gpu": "0.0003"} and helps["widths"].default == "8,16"
+    assert helps["use_bias"].default == "true" and helps["mode"].presets == {}
+
+
+def test_from_dict_inverts_to_dict():
+    cfg = Demo(steps=7, widths=(1, 2), data="d", out=Path("o/p"), mode="b", seed=3)
+    again = Demo.from_dict(cfg.to_dict())
+    assert again == cfg and isinstance(again.widths, tuple) and isinstance(again.out, Path)
+    assert Demo.from_dict(Demo(data=None).to_dict()).data is None
+    with pytest.raises(ConfigError, match=r"unknown config keys \['nope'\]"):
+        Demo.from_dict({"nope": 1})
+    with pytest.raises(ConfigError, match="'steps': must be positive"):
+        Demo.from_dict({"steps": 0})
+
+
+@dataclass(frozen=True)
+class Aliased(Demo):
+    ALIASES: ClassVar[dict[str, str]] = {"corpus": "data"}
+
+
+def test_aliases_map_old_keys_to_the_field():
+    assert apply_overrides(Aliased(), ["corpus=/x"]).data == "/x"
+    with pytest.raises(ConfigError, match="unknown key"):
+        apply_overrides(Demo(), ["corpus=/x"])
+
+
+def test_threshold_reports_value_and_source():
+    from iclr26.common.config import threshold
+
+    @dataclass(frozen=True)
+    class Verdict(ExperimentConfig):
+        tol: float = field(default=0.02, metadata={"help": "tolerance (paper, Table 2)"})
+
+    assert threshold(Verdict(), "tol") == {"value": 0.02, "source": "tolerance (paper, Table 2)"}
+    with pytest.raises(KeyError, match="no field 'nope'"):
+        threshold(Verdict(), "nope")

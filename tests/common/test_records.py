@@ -73,9 +73,30 @@ def test_latest_record_skips_incomplete_runs(tmp_path):
     write_json_atomic(first / "result.json", record)
     time.sleep(0.001)
     new_run_dir(tmp_path, "m")  # a crashed run: folder without result.json
-    latest = latest_record(tmp_path, "m")
+    latest = latest_record(tmp_path, "m", "smoke")
     assert latest is not None and latest.path == first and latest.claim_held
-    assert latest_record(tmp_path, "other") is None
+    assert latest_record(tmp_path, "other", "smoke") is None
+
+
+def test_latest_record_is_per_scale(tmp_path):
+    """A newer smoke record never replaces the latest cpu record (the bug this rule fixes)."""
+    base = {"module": "m", "claim": "c", "metrics": {}, "config": {}, "started_utc": "2026-01-01T00:00:00+00:00"}
+    cpu_dir = new_run_dir(tmp_path, "m")
+    write_json_atomic(cpu_dir / "result.json", {**base, "scale": "cpu", "claim_held": True})
+    time.sleep(0.001)
+    smoke_dir = new_run_dir(tmp_path, "m")
+    write_json_atomic(smoke_dir / "result.json", {**base, "scale": "smoke", "claim_held": False})
+    assert latest_record(tmp_path, "m").path == cpu_dir  # default scale: cpu
+    assert latest_record(tmp_path, "m", "smoke").path == smoke_dir
+    assert latest_record(tmp_path, "m", None).path == smoke_dir  # any scale: the newest
+    assert latest_record(tmp_path, "m", "gpu") is None
+
+
+def test_deterministic_view_drops_only_timing_keys():
+    from iclr26.common.records import deterministic_view
+
+    record = {"metrics": {"a": 1}, "wall_time_s": 3.0, "started_utc": "x", "timings": {"t": 1}, "resumed_units": []}
+    assert deterministic_view(record) == {"metrics": {"a": 1}}
 
 
 def test_read_record_rejects_non_records(tmp_path):

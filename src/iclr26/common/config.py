@@ -62,6 +62,11 @@ class ExperimentConfig:
     seed: int = field(default=0, metadata={"help": "master seed; every random draw of a run derives from it"})
 
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: Old ``--set`` keys still accepted, mapped to the field they now name (e.g. ``{"corpus": "data"}``).
+    ALIASES: ClassVar[dict[str, str]] = {}
+    #: Why this reproduction runs on the CPU whatever the scale (shown by ``--help-config``); None if it can use a
+    #: GPU (then its ``device`` field says which).
+    CPU_BOUND: ClassVar[str | None] = None
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
@@ -84,6 +89,27 @@ class ExperimentConfig:
         """The config as plain JSON-able values (tuples become lists, paths strings)."""
         return {k: _plain(v) for k, v in dataclasses.asdict(self).items()}
 
+    @classmethod
+    def from_dict(cls: type[C], values: dict[str, Any]) -> C:
+        """The config whose :meth:`to_dict` is ``values`` (lists become tuples, strings paths, by field type).
+
+        Raises:
+            ConfigError: for an unknown key, or a value the config's validation rejects.
+        """
+        hints = typing.get_type_hints(cls)
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ConfigError(f"{cls.__name__}: unknown config keys {unknown}; known keys: {', '.join(sorted(names))}")
+        return cls(**{k: _typed(v, hints[k]) for k, v in values.items()})
+
+    @classmethod
+    def preset_values(cls, scale: str) -> dict[str, Any]:
+        """The fields a scale preset sets, without building (or validating) that preset."""
+        if scale not in SCALE_NAMES:
+            raise ConfigError(f"unknown scale {scale!r}; choose one of {', '.join(SCALE_NAMES)}")
+        return dict(cls.SCALES.get(scale, {}))
+
 
 def _plain(value: Any) -> Any:
     if isinstance(value, tuple | list):
@@ -91,6 +117,40 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+def _typed(value: Any, tp: Any) -> Any:
+    """Undo :func:`_plain` for a field of type ``tp``: JSON lists back to tuples, strings back to paths."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        for a in typing.get_args(tp):
+            converted = _typed(value, a)
+            if _matches(converted, a):
+                return converted
+        return value
+    if origin is tuple and isinstance(value, list):
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_typed(v, args[0]) for v in value)
+        return tuple(_typed(v, a) for v, a in zip(value, args, strict=False))
+    if tp is Path and isinstance(value, str):
+        return Path(value)
+    return value
+
+
+def threshold(config: ExperimentConfig, name: str) -> dict[str, Any]:
+    """A verdict threshold as the record's evidence states it: its value and its source (the field's help text).
+
+    Every threshold or tolerance a verdict uses is a config field whose help text says where the value comes from
+    (a paper number, or a reason fixed before any result was seen); ``evidence["thresholds"][name]`` is this dict.
+
+    Raises:
+        KeyError: if ``name`` is not a field of ``config``.
+    """
+    fields = {f.name: f for f in dataclasses.fields(config)}
+    if name not in fields:
+        raise KeyError(f"{type(config).__name__} has no field {name!r}")
+    return {"value": _plain(getattr(config, name)), "source": fields[name].metadata.get("help", "")}
 
 
 def describe_type(tp: Any) -> str:
@@ -145,7 +205,8 @@ def _matches(value: Any, tp: Any) -> bool:
 def parse_value(name: str, text: str, tp: Any) -> Any:
     """Parse the text of ``--set name=text`` into the field type ``tp``.
 
-    Supported: ``int``, ``float`` (also ``inf``), ``bool`` (true/false/1/0/yes/no), ``str``, ``Path``,
+    Supported: ``int``, ``float`` (finite only: ``inf`` and ``nan`` are rejected), ``bool`` (true/false/1/0/yes/no),
+    ``str``, ``Path``,
     ``Literal[...]``, ``X | None`` (``none``), and ``tuple[X, ...]`` / fixed tuples written comma-separated.
 
     Raises:
@@ -200,7 +261,7 @@ def _parse(text: str, tp: Any) -> Any:
         return value
     if tp is float:
         value = float(text)
-        if math.isnan(value):
+        if not math.isfinite(value):
             raise ValueError(text)
         return value
     if tp is str:
@@ -231,7 +292,7 @@ def apply_overrides(config: C, assignments: list[str]) -> C:
         if "=" not in item:
             raise ConfigError(f"--set {item!r}: expected key=value")
         key, text = item.split("=", 1)
-        key = key.strip()
+        key = type(config).ALIASES.get(key.strip(), key.strip())
         if key not in fields:
             raise ConfigError(
                 f"--set {key}: unknown key for {type(config).__name__}; known keys: {', '.join(sorted(fields))}"
@@ -240,7 +301,48 @@ def apply_overrides(config: C, assignments: list[str]) -> C:
     return dataclasses.replace(config, **changes)
 
 
-def field_help(config_cls: type[ExperimentConfig]) -> list[tuple[str, str, str]]:
-    """(name, type, help) of every field of a config class, for `iclr26 run MODULE --help-config`."""
+@dataclass(frozen=True)
+class FieldHelp:
+    """One row of ``iclr26 run MODULE --help-config``.
+
+    Attributes:
+        name: the field (the ``--set`` key).
+        type: its type in words.
+        default: the default (the ``cpu`` scale), as written on the command line.
+        presets: scale name -> value, for the scales whose preset changes this field.
+        help: the help text, with the value's source.
+    """
+
+    name: str
+    type: str
+    default: str
+    presets: dict[str, str]
+    help: str
+
+
+def format_value(value: Any) -> str:
+    """A config value as it would be written after ``--set key=`` (tuples comma-separated, None as ``none``)."""
+    if value is None:
+        return "none"
+    if isinstance(value, tuple | list):
+        return ",".join(format_value(v) for v in value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def field_help(config_cls: type[ExperimentConfig]) -> list[FieldHelp]:
+    """A :class:`FieldHelp` per field of a config class, for `iclr26 run MODULE --help-config`."""
     hints = typing.get_type_hints(config_cls)
-    return [(f.name, describe_type(hints[f.name]), f.metadata.get("help", "")) for f in dataclasses.fields(config_cls)]
+    rows = []
+    for f in dataclasses.fields(config_cls):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        presets = {
+            scale: format_value(values[f.name])
+            for scale in SCALE_NAMES
+            if f.name in (values := config_cls.SCALES.get(scale, {})) and values[f.name] != default
+        }
+        rows.append(
+            FieldHelp(f.name, describe_type(hints[f.name]), format_value(default), presets, f.metadata.get("help", ""))
+        )
+    return rows

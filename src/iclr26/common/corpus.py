@@ -1,7 +1,7 @@
 """A byte-level text corpus every machine has offline: the running Python's standard library sources.
 
 By default the corpus is every ``*.py`` file under ``sysconfig.get_paths()["stdlib"]`` (``site-packages``
-excluded), sorted by relative path; a user's own text file or folder can replace it (``--set corpus=PATH``; a folder
+excluded), sorted by relative path; a user's own text file or folder can replace it (``--set data=PATH``; a folder
 contributes every file with a text suffix). Tokens are bytes (vocabulary 256).
 
 Split: by file, deterministic and independent of which other files exist: a file is in validation when the first
@@ -10,7 +10,12 @@ last ``val_fraction`` of bytes). Files are joined with a newline.
 
 Cache: the tokenised corpus lands in ``<cache>/corpus-<content hash>/{train,val}.u8`` with ``<cache>`` =
 ``$ICLR26_CACHE`` or ``~/.cache/iclr26``; the key is the SHA-256 of every file's relative path and bytes, so an
-edited file gives a fresh entry.
+edited file gives a fresh entry. A damaged entry (unreadable metadata, truncated arrays) is rebuilt with a warning
+naming its path.
+
+User data must be UTF-8 text: a file that does not decode is rejected with its name and the byte offset, so that a
+binary file is never trained on by mistake. :func:`check_text_data` runs every check a config needs (existence,
+decoding, split sizes) when the config is built, before any work.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from iclr26.common.config import ConfigError
 
 TEXT_SUFFIXES = frozenset({".py", ".txt", ".md", ".rst", ".tex", ".c", ".h", ".json", ".csv", ".html", ".xml"})
 VOCAB_SIZE = 256
@@ -82,7 +89,8 @@ def load_corpus(path: str | Path | None = None, *, val_fraction: float = 0.05, c
     """Load (and cache) a byte-level corpus.
 
     Args:
-        path: a text file or a folder; None for the standard library's ``*.py`` files.
+        path: a UTF-8 text file or a folder of them; None for the standard library's ``*.py`` files (read as bytes:
+            a few stdlib test files are deliberately in other encodings).
         val_fraction: share of files (or, for one file, of bytes) held out for validation, in (0, 0.5].
         cache: cache folder (default :func:`cache_dir`).
 
@@ -91,7 +99,8 @@ def load_corpus(path: str | Path | None = None, *, val_fraction: float = 0.05, c
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
-        ValueError: if ``val_fraction`` is out of range, or the corpus has no text or no file lands in one split.
+        ValueError: if ``val_fraction`` is out of range, a user file is not UTF-8 text, or the corpus has no text or
+            no file lands in one split.
     """
     if not 0.0 < val_fraction <= 0.5:
         raise ValueError(f"val_fraction must lie in (0, 0.5], got {val_fraction}")
@@ -106,18 +115,17 @@ def load_corpus(path: str | Path | None = None, *, val_fraction: float = 0.05, c
     contents = []
     for rel, p in files:
         data = p.read_bytes()
+        if path is not None:
+            _require_utf8(p, data)
         digest.update(rel.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
         contents.append((rel, data))
     content_hash = digest.hexdigest()
 
     entry = (cache or cache_dir()) / f"corpus-{content_hash[:24]}"
-    meta_path = entry / "meta.json"
-    if meta_path.is_file():
-        meta = json.loads(meta_path.read_text())
-        train = np.fromfile(entry / "train.u8", dtype=np.uint8)
-        val = np.fromfile(entry / "val.u8", dtype=np.uint8)
-        if meta.get("content_hash") == content_hash and len(train) == meta["n_train"] and len(val) == meta["n_val"]:
-            return Corpus(train, val, str(root), content_hash, len(files))
+    cached = _read_cache(entry, content_hash)
+    if cached is not None:
+        train, val = cached
+        return Corpus(train, val, str(root), content_hash, len(files))
 
     if len(contents) == 1:
         data = contents[0][1]
@@ -135,6 +143,64 @@ def load_corpus(path: str | Path | None = None, *, val_fraction: float = 0.05, c
     val = np.frombuffer(val_bytes, dtype=np.uint8).copy()
     _write_cache(entry, train, val, content_hash, str(root))
     return Corpus(train, val, str(root), content_hash, len(files))
+
+
+def _require_utf8(path: Path, data: bytes) -> None:
+    """Raise a ValueError naming ``path`` and the offset if ``data`` is not UTF-8 text."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"corpus file {str(path)!r} is not UTF-8 text (undecodable byte at offset {err.start}); "
+            "pass text files only"
+        ) from None
+
+
+def _read_cache(entry: Path, content_hash: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The cached (train, val) arrays of ``entry``, or None if there is none; a damaged entry is removed with a
+    warning (and then rebuilt by the caller)."""
+    meta_path = entry / "meta.json"
+    if not meta_path.is_file():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+        train = np.fromfile(entry / "train.u8", dtype=np.uint8)
+        val = np.fromfile(entry / "val.u8", dtype=np.uint8)
+        if meta["content_hash"] == content_hash and len(train) == meta["n_train"] and len(val) == meta["n_val"]:
+            return train, val
+        problem = "its sizes or hash do not match its metadata"
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        problem = f"it cannot be read ({type(err).__name__}: {err})"
+    warnings.warn(f"corpus cache entry {entry} is damaged: {problem}; rebuilding it", stacklevel=3)
+    meta_path.unlink(missing_ok=True)
+    return None
+
+
+def check_text_data(path: str | Path | None, *, field: str, min_tokens: int, val_fraction: float = 0.05) -> None:
+    """Check user text data when a config is built: it exists, is UTF-8 text, and each split holds at least
+    ``min_tokens`` bytes. The corpus is loaded (and cached) here, so the run's own load is a cache hit.
+
+    Args:
+        path: the config's data path; None (the standard library) is always fine.
+        field: the config field holding it, named in the error.
+        min_tokens: the fewest bytes each of the train and validation splits must hold (e.g. ``context_len + 2``).
+        val_fraction: as in :func:`load_corpus`.
+
+    Raises:
+        ConfigError: naming ``field``, what is wrong and the fix.
+    """
+    if path is None:
+        return
+    try:
+        corpus = load_corpus(path, val_fraction=val_fraction)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"config field '{field}': {err}") from None
+    for split, tokens in (("training", corpus.train), ("validation", corpus.val)):
+        if len(tokens) < min_tokens:
+            raise ConfigError(
+                f"config field '{field}': {path!s} leaves {len(tokens)} bytes in the {split} split, fewer than the "
+                f"{min_tokens} this config needs (context_len + 2); pass more text or a shorter context_len"
+            )
 
 
 def _write_cache(entry: Path, train: np.ndarray, val: np.ndarray, content_hash: str, source: str) -> None:

@@ -5,31 +5,56 @@ A paper registers its reproduction by defining, in ``iclr26/<module>/experiment.
     EXPERIMENT = Experiment(config_cls=MyConfig, run=run)
 
     def run(config: MyConfig, ctx: RunContext) -> Outcome:
-        for step in ctx.progress(range(config.steps), desc="train"):
-            ...
-        fig = ...; savefig(fig, ctx.plot_path("loss.png"))
-        return Outcome(metrics={...}, claim_held=..., evidence={...}, measurement="...")
+        arms = {name: ctx.unit(f"train-{name}", lambda name=name: train_arm(config, name)) for name in ARMS}
+        fig = ...; ctx.save_plot(fig, "loss.png")
+        return Outcome(metrics={...}, claim_held=..., evidence={...}, measurement="...", timings={...})
 
 The CLI builds the config (scale preset, ``--seed``, ``--set``), creates the run folder, calls ``run`` and writes
-``result.json`` from the :class:`Outcome` (see :mod:`iclr26.common.records`).
+``result.json`` from the :class:`Outcome` (see :mod:`iclr26.common.records`), then the plots.
+
+The contract every reproduction follows:
+
+- **Units of work.** The expensive parts of a run (an arm x seed, a study) go through :meth:`RunContext.unit`, which
+  stores each finished unit's result in the run folder atomically; ``iclr26 run M --resume RUN_DIR`` skips the
+  finished units of a killed run and produces the same record as an uninterrupted run. Before and after every unit
+  the global RNGs are reseeded from the master seed and the unit's key, so a skipped unit does not shift the random
+  draws of the code that follows it. A unit's result must be picklable and hold no live objects (no modules or
+  optimisers: their parameters as tensors are fine).
+- **Deterministic verdicts.** ``claim_held`` and ``evidence`` are functions of the seeded measurements only.
+  Wall-clock and CPU times go to ``Outcome.timings``, which the record keeps apart; two runs of one config and seed
+  give identical records apart from ``started_utc``, ``wall_time_s``, ``timings`` and ``resumed_units``.
+- **Thresholds with sources.** Every threshold or tolerance of a verdict is a config field whose help text gives its
+  source; ``evidence["thresholds"]`` lists them (:func:`iclr26.common.config.threshold`).
+- **Plots after the record.** :meth:`RunContext.save_plot` only registers a figure; the runner saves the plots after
+  ``result.json`` is written, and a plot that fails to save is noted in the record, never loses the measurements.
 """
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
 import sys
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
 from iclr26.common.config import ExperimentConfig
+from iclr26.common.seeding import derive_seed, seed_everything
 
 C = TypeVar("C", bound=ExperimentConfig)
+T = TypeVar("T")
 
+#: Longest plot name or unit key; the runner checks before any work that the output folder takes names this long.
+MAX_NAME_LEN = 64
+UNITS_DIR = "units"
 _PLOT_NAME = re.compile(r"^[A-Za-z0-9_.-]+\.png$")
+_UNIT_KEY = re.compile(r"^[A-Za-z0-9_.=+-]+$")
 
 
 @dataclass(frozen=True)
@@ -43,6 +68,8 @@ class Outcome:
         evidence: the few numbers the verdict rests on, e.g. ``{"loss_gap": 0.004, "tolerance": 0.02}``.
         measurement: one line for the report's "our measurement" column.
         notes: optional caveats shown in the record (e.g. "differences within seed spread").
+        timings: wall-clock and CPU-time measurements (seconds, ratios of times). They vary between identical runs,
+            so they are kept apart from ``metrics`` and never decide ``claim_held``.
     """
 
     metrics: dict[str, Any]
@@ -50,6 +77,7 @@ class Outcome:
     evidence: dict[str, Any]
     measurement: str
     notes: str = ""
+    timings: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.claim_held, bool):
@@ -60,31 +88,79 @@ class Outcome:
 
 @dataclass
 class RunContext:
-    """What a running reproduction may use: its output folder, progress bars and a log.
+    """What a running reproduction may use: its output folder, units of work, plots, progress bars and a log.
 
     Attributes:
-        out_dir: the run folder (``runs/<module>/<stamp>``); plots go here via :meth:`plot_path`.
+        out_dir: the run folder (``runs/<module>/<stamp>``).
         seed: the run's master seed (also ``config.seed``).
         quiet: disable progress bars (tests, non-interactive use).
-        plots: names of the plots registered so far (filled by :meth:`plot_path`).
+        figures: plot name -> figure, registered by :meth:`save_plot`; the runner saves them after the record.
+        units: keys of every unit of the run so far, in the order the run reached them.
+        resumed_units: those of them read back from an earlier, interrupted run of this folder.
     """
 
     out_dir: Path
     seed: int
     quiet: bool = False
-    plots: list[str] = field(default_factory=list)
+    figures: dict[str, Figure] = field(default_factory=dict)
+    units: list[str] = field(default_factory=list)
+    resumed_units: list[str] = field(default_factory=list)
 
-    def plot_path(self, name: str) -> Path:
-        """The path for a PNG plot called ``name`` inside the run folder; the record lists it.
+    @property
+    def plots(self) -> list[str]:
+        """Names of the plots registered so far."""
+        return list(self.figures)
+
+    def save_plot(self, fig: Figure, name: str) -> None:
+        """Register ``fig`` as the PNG plot ``name`` of this run; it is saved after ``result.json`` is written.
 
         Raises:
-            ValueError: if ``name`` is not a plain ``*.png`` file name.
+            ValueError: if ``name`` is not a plain ``*.png`` file name of at most 64 characters, or is taken.
         """
-        if not _PLOT_NAME.match(name):
-            raise ValueError(f"plot name {name!r}: use a plain file name ending in .png (letters, digits, _.-)")
-        if name not in self.plots:
-            self.plots.append(name)
-        return self.out_dir / name
+        if not _PLOT_NAME.match(name) or len(name) > MAX_NAME_LEN:
+            raise ValueError(
+                f"plot name {name!r}: use a plain file name ending in .png (letters, digits, _.-), "
+                f"at most {MAX_NAME_LEN} characters"
+            )
+        if name in self.figures:
+            raise ValueError(f"plot name {name!r} is registered twice in one run")
+        self.figures[name] = fig
+
+    def unit(self, key: str, compute: Callable[[], T]) -> T:
+        """The result of one unit of work: read back from the run folder if a resumed run finished it, else computed
+        now and stored atomically before it is returned.
+
+        Before ``compute`` runs, and after the unit whether it ran or was read back, the global RNGs (Python, NumPy,
+        torch) are reseeded from the master seed and ``key``: an uninterrupted and a resumed run draw the same
+        numbers everywhere.
+
+        Args:
+            key: a name unique within the run (letters, digits, ``_.=+-``, at most 64 characters), stable across
+                runs of one config, e.g. ``"train-kern-seed1"``.
+            compute: the work; its result must be picklable.
+
+        Returns:
+            What ``compute`` returned (or returned in the interrupted run).
+
+        Raises:
+            ValueError: for a malformed key or one used twice in a run.
+        """
+        if not _UNIT_KEY.match(key) or len(key) > MAX_NAME_LEN:
+            raise ValueError(f"unit key {key!r}: use letters, digits and _.=+- only, at most {MAX_NAME_LEN} characters")
+        if key in self.units:
+            raise ValueError(f"unit key {key!r} is used twice in one run; every unit needs its own key")
+        path = self.out_dir / UNITS_DIR / f"{key}.pkl"
+        if path.is_file():
+            with path.open("rb") as fh:
+                value = pickle.load(fh)["value"]
+            self.resumed_units.append(key)
+        else:
+            seed_everything(derive_seed(self.seed, "unit", key))
+            value = compute()
+            _write_pickle_atomic(path, {"index": len(self.units), "value": value})
+        self.units.append(key)
+        seed_everything(derive_seed(self.seed, "after-unit", key))
+        return value
 
     def progress(self, iterable: Iterable[Any] | None = None, *, total: int | None = None, desc: str = "") -> tqdm:
         """A progress bar on stderr (disabled when ``quiet``)."""
@@ -103,6 +179,21 @@ class RunContext:
         """One line of progress information on stderr (kept out of progress bars' way)."""
         if not self.quiet:
             tqdm.write(message, file=sys.stderr)
+
+
+def _write_pickle_atomic(path: Path, data: Any) -> None:
+    """Pickle ``data`` to ``path`` via a temporary file and a rename: a killed writer never leaves half a unit."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 RESULT_FILE = "result.json"
-SCHEMA_VERSION = 1
+RUN_FILE = "run.json"  # written when a run starts: module, scale and config, what `--resume` needs
+INTERRUPTED_FILE = "interrupted.txt"
+ERROR_FILE = "error.txt"
+SCHEMA_VERSION = 2
+#: Keys of a record that differ between two runs of one config and seed; everything else must be identical.
+NON_DETERMINISTIC_KEYS = ("started_utc", "wall_time_s", "timings", "resumed_units", "plot_errors")
 
 
 def utc_stamp(now: datetime | None = None) -> str:
@@ -157,15 +162,29 @@ def read_record(run_dir: Path) -> RunRecord:
     return RunRecord(path=Path(run_dir), data=data)
 
 
-def latest_record(out: Path, module: str) -> RunRecord | None:
-    """The newest complete record of ``module`` under ``out`` (folders without ``result.json`` are skipped)."""
+def latest_record(out: Path, module: str, scale: str | None = "cpu") -> RunRecord | None:
+    """The newest complete record of ``module`` under ``out`` at ``scale`` (None: any scale).
+
+    Folders without ``result.json`` (running, interrupted or failed runs) are skipped, and so are records of
+    another scale: a smoke run never replaces the ``cpu`` verdict in ``iclr26 list`` or the report.
+    """
     base = Path(out) / module
     if not base.is_dir():
         return None
     for run_dir in sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.name, reverse=True):
         if (run_dir / RESULT_FILE).is_file():
             try:
-                return read_record(run_dir)
+                record = read_record(run_dir)
             except ValueError:
                 continue
+            if scale is None or record.data["scale"] == scale:
+                return record
     return None
+
+
+def deterministic_view(record: dict[str, Any]) -> dict[str, Any]:
+    """A record without the keys that vary between two runs of one config and seed (:data:`NON_DETERMINISTIC_KEYS`).
+
+    Two runs of one config and seed, uninterrupted or resumed, must give equal views.
+    """
+    return {k: v for k, v in record.items() if k not in NON_DETERMINISTIC_KEYS}

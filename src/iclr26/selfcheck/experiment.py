@@ -14,10 +14,10 @@ from typing import Any, ClassVar
 import torch
 
 from iclr26.common.config import ExperimentConfig, require
-from iclr26.common.corpus import load_corpus
+from iclr26.common.corpus import check_text_data, load_corpus
 from iclr26.common.experiment import Experiment, Outcome, RunContext
-from iclr26.common.lmtrain import CosineSchedule, TokenData, TrainConfig, train_lm
-from iclr26.common.plots import figure, savefig
+from iclr26.common.lmtrain import CosineSchedule, TokenData, TrainConfig, TrainHistory, train_lm
+from iclr26.common.plots import figure
 from iclr26.common.tinylm import TinyLM, TinyLMConfig
 
 
@@ -25,7 +25,9 @@ from iclr26.common.tinylm import TinyLM, TinyLMConfig
 class SelfCheckConfig(ExperimentConfig):
     """A tiny LM run; defaults are the `cpu` scale (not in any paper: chosen to take well under a minute)."""
 
-    corpus: str | None = field(default=None, metadata={"help": "text file or folder; default: the Python stdlib"})
+    data: str | None = field(
+        default=None, metadata={"help": "UTF-8 text file or folder of them; default: the Python stdlib"}
+    )
     context_len: int = field(default=64, metadata={"help": "tokens per sequence"})
     d_model: int = field(default=64, metadata={"help": "model width"})
     n_layers: int = field(default=2, metadata={"help": "transformer blocks"})
@@ -43,17 +45,28 @@ class SelfCheckConfig(ExperimentConfig):
             "total_tokens": 256 * 64 * 2000,
         },
     }
+    ALIASES: ClassVar[dict[str, str]] = {"corpus": "data"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("context_len", "d_model", "n_layers", "batch_size", "total_tokens"):
             require(getattr(self, name) > 0, name, f"must be positive, got {getattr(self, name)}")
         require(self.lr > 0, "lr", f"must be positive, got {self.lr}")
+        check_text_data(self.data, field="data", min_tokens=self.context_len + 2)
 
 
-def run(config: SelfCheckConfig, ctx: RunContext) -> Outcome:
-    """Train the tiny LM and compare its validation loss with ln 256."""
-    data = TokenData.from_corpus(load_corpus(config.corpus))
+@dataclass(frozen=True)
+class Trained:
+    """The result of the training unit: the history and how many parameter tensors changed."""
+
+    history: TrainHistory
+    params_changed: int
+    n_params: int
+
+
+def train(config: SelfCheckConfig, ctx: RunContext) -> Trained:
+    """Train the tiny LM (the run's one unit of work)."""
+    data = TokenData.from_corpus(load_corpus(config.data))
     model = TinyLM(
         TinyLMConfig(
             context_len=config.context_len,
@@ -80,6 +93,13 @@ def run(config: SelfCheckConfig, ctx: RunContext) -> Outcome:
     with ctx.progress(total=config.total_tokens, desc="selfcheck tokens") as bar:
         history = train_lm(model, data, schedule, train_cfg, progress=bar)
     changed = sum(int(not torch.equal(a, b)) for a, b in zip(before, model.parameters(), strict=True))
+    return Trained(history, changed, model.num_params(embeddings=True))
+
+
+def run(config: SelfCheckConfig, ctx: RunContext) -> Outcome:
+    """Train the tiny LM and compare its validation loss with ln 256."""
+    trained = ctx.unit("train", lambda: train(config, ctx))
+    history = trained.history
 
     fig, ax = figure()
     ax.plot(history.tokens, history.train_loss, label="train")
@@ -87,7 +107,7 @@ def run(config: SelfCheckConfig, ctx: RunContext) -> Outcome:
     ax.axhline(math.log(256), color="grey", ls="--", label="ln 256")
     ax.set(xlabel="tokens", ylabel="cross-entropy (nats)", title="selfcheck: tiny LM")
     ax.legend()
-    savefig(fig, ctx.plot_path("loss.png"))
+    ctx.save_plot(fig, "loss.png")
 
     final, uniform = history.final_val_loss, math.log(256)
     return Outcome(
@@ -95,12 +115,17 @@ def run(config: SelfCheckConfig, ctx: RunContext) -> Outcome:
             "val_loss": history.val_loss,
             "eval_tokens": history.eval_tokens,
             "steps": history.steps_done,
-            "params_changed": changed,
-            "n_params": model.num_params(embeddings=True),
+            "params_changed": trained.params_changed,
+            "n_params": trained.n_params,
             "flops": history.flops,
         },
         claim_held=final < uniform,
-        evidence={"final_val_loss": final, "uniform_loss": uniform},
+        evidence={
+            "final_val_loss": final,
+            "uniform_loss": uniform,
+            "thresholds": {"uniform_loss": {"value": uniform, "source": "cross-entropy of a uniform guess, ln 256"}},
+        },
+        timings={"train_wall_time_s": history.wall_time_s},
         measurement=f"val loss {final:.3f} nats after {history.steps_done} steps (ln 256 = {uniform:.3f})",
     )
 

@@ -1,0 +1,57 @@
+"""Every command of the README's "Using it" block works as written (at smoke scale, into a temporary folder)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from iclr26 import cli
+from iclr26.common.experiment import RunContext
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def using_it_commands() -> list[str]:
+    """The commands of the first bash block after the README's "## Using it" heading, comments stripped."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Using it") :]
+    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL).group(1)
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_every_using_it_command_runs_as_written(tmp_path, monkeypatch, capsys):
+    commands = using_it_commands()
+    assert len(commands) >= 8 and all(c.startswith("iclr26 ") for c in commands)
+    out = tmp_path / "runs"
+    data = tmp_path / "file.txt"
+    data.write_text("def f(x):\n    return x + 1\n" * 400)
+    readmes = {p: p.read_bytes() for p in (ROOT / "src" / "iclr26").glob("*/README.md")}
+
+    # An interrupted seesaw run for the --resume line: stopped (as by Ctrl-C) before its second unit.
+    real_unit = RunContext.unit
+
+    def stop_after_first(self, key, compute):
+        if self.units:
+            raise KeyboardInterrupt
+        return real_unit(self, key, compute)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RunContext, "unit", stop_after_first)
+        assert cli.main(["run", "seesaw", "--scale", "smoke", "--out", str(out), "--quiet"]) == 130
+    (interrupted,) = (out / "seesaw").iterdir()
+
+    for command in commands:
+        argv = shlex.split(command.replace("/path/to/file.txt", str(data)))[1:]
+        argv = [str(interrupted) if a == "runs/seesaw/<stamp>" else a for a in argv]
+        argv = ["smoke" if a == "cpu" else a for a in argv]  # the tests run smoke scale
+        if argv[0] == "run" and "--help-config" not in argv and "--resume" not in argv:
+            argv += [*(["--scale", "smoke"] if "--scale" not in argv else []), "--quiet"]
+        if "--resume" not in argv and "--help-config" not in argv:
+            argv += ["--out", str(out)]
+        status = cli.main(argv)
+        captured = capsys.readouterr()
+        assert status == 0, f"{command!r} -> {argv} exited {status}:\n{captured.out}\n{captured.err}"
+    assert (interrupted / "result.json").is_file()  # the --resume line finished the interrupted run
+    assert (out / "report.md").is_file()
+    assert {p: p.read_bytes() for p in readmes} == readmes  # no cpu record here: the READMEs are untouched
