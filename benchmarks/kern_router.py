@@ -2,7 +2,9 @@
 
 The paper (arXiv 2509.25913) calls KERN "zero-additional-cost". This script times each router of
 ``iclr26.kern.ROUTERS`` on the same input and weights (routers interleaved round by round) and prints the median and
-minimum times and the ratio to Softmax. ``iclr26 run kern`` records the same measurement at its configured size.
+minimum times and the ratio to Softmax, next to the counted gate FLOPs per token (:func:`iclr26.kern.gate_cost`).
+``iclr26 run kern`` records the same timing at its configured size in its ``timings``; its verdict uses the counted
+cost, because wall-clock ratios vary between identical runs (1.07-7.95 over seven smoke runs on a shared machine).
 
 Usage::
 
@@ -17,7 +19,7 @@ import torch
 
 from iclr26.common.config import ConfigError
 from iclr26.common.device import resolve_device
-from iclr26.kern import ROUTERS
+from iclr26.kern import ROUTERS, gate_cost
 from iclr26.kern.analysis import make_router_bench, time_routers
 
 
@@ -48,13 +50,17 @@ def main() -> None:
     )
     timings = time_routers(bench.routers, bench.x, repeats=args.repeats)
     base = timings["softmax"]
+    flops = {name: gate_cost(name, num_experts=args.experts, k=args.k).flops for name in timings}
     print(
         f"N={args.tokens} D={args.d_model} E={args.experts} k={args.k} device={args.device} "
         f"threads={torch.get_num_threads()} repeats={args.repeats}"
     )
-    print(f"{'router':<15}{'median ms':>12}{'min ms':>10}{'median / softmax':>18}")
+    print(f"{'router':<15}{'median ms':>12}{'min ms':>10}{'median / softmax':>18}{'gate FLOPs':>12}{'/ softmax':>11}")
     for name, t in timings.items():
-        print(f"{name:<15}{t.median_ms:>12.3f}{t.min_ms:>10.3f}{t.median_ms / base.median_ms:>18.3f}")
+        print(
+            f"{name:<15}{t.median_ms:>12.3f}{t.min_ms:>10.3f}{t.median_ms / base.median_ms:>18.3f}"
+            f"{flops[name]:>12}{flops[name] / flops['softmax']:>11.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from iclr26 import cli
 from iclr26.common.config import ConfigError
 from iclr26.common.experiment import RunContext
 from iclr26.common.lmtrain import TokenData
@@ -28,22 +30,108 @@ def test_smoke_run_through_cli(smoke):
         assert curve[-1] < curve[0], f"{name}: validation loss did not decrease ({curve})"
         assert math.isfinite(entry["final_val_loss_mean"])
     assert per["kern"]["gamma_final"][0][0] != 1.0  # γ was trained
-    assert metrics["router_time_ratio_kern_over_softmax"] > 0
     assert 0 <= per["kern"]["val_load_cv_mean"]
-    assert metrics["process_cpu_time_s"] > 0
-    # The evidence is recomputed here from the per-seed losses and the benchmark times it rests on.
+    assert record["units"] == [
+        "train-softmax-seed0",
+        "train-kern-seed0",
+        "train-dense-seed0",
+        "bench-routers",
+        "scale-check",
+    ]
+    # Wall-clock numbers live in `timings` only, never in the metrics or the evidence.
+    timings = record["timings"]
+    assert timings["process_cpu_time_s"] > 0
+    assert timings["router_bench"]["median_ratio_kern_over_softmax"] > 0
+    assert all(t["min_ms"] > 0 for t in timings["router_bench"]["fwd_bwd_ms"].values())
+    assert not any("time" in key for key in (*metrics, *per["kern"], *record["evidence"]))
+    # The evidence is recomputed here from the per-seed losses and the counted gate cost it rests on. Smoke:
+    # 4 experts, top-2, so (gate_cost's docstring) Softmax 6E - 2 = 22 and KERN 5E + 1 = 21 FLOPs per token.
     evidence = record["evidence"]
     kern_mean = statistics.fmean(per["kern"]["final_val_loss"])
     softmax_mean = statistics.fmean(per["softmax"]["final_val_loss"])
     assert evidence["loss_gap"] == pytest.approx(kern_mean - softmax_mean, rel=1e-12, abs=1e-15)
-    ratio = per["kern"]["bench_fwd_bwd_median_ms"] / per["softmax"]["bench_fwd_bwd_median_ms"]
-    assert evidence["router_time_ratio"] == pytest.approx(ratio, rel=1e-12)
+    assert (evidence["kern_gate_flops_per_token"], evidence["softmax_gate_flops_per_token"]) == (21, 22)
+    assert per["kern"]["gate_cost_per_token"]["flops"] == 21
+    assert per["kern"]["gate_cost_per_token"]["router_flops"] == 21 + 2 * 32 * 4  # + the logits, 2 D E
+    assert evidence["gate_flops_ratio"] == pytest.approx(21 / 22)
+    thresholds = evidence["thresholds"]
+    assert set(thresholds) == {"loss_tolerance", "cost_tolerance"}
+    assert (
+        thresholds["cost_tolerance"]["value"] == 0.0
+        and "zero additional cost" in thresholds["cost_tolerance"]["source"]
+    )
     expected = (
-        evidence["loss_gap"] <= evidence["loss_tolerance"]
-        and evidence["router_time_ratio"] <= 1 + evidence["time_tolerance"]
+        evidence["loss_gap"] <= thresholds["loss_tolerance"]["value"]
+        and evidence["gate_flops_ratio"] <= 1 + thresholds["cost_tolerance"]["value"]
     )
     assert record["claim_held"] == expected
+    assert "None" not in record["measurement"] and "gate FLOPs/token KERN 21 vs Softmax 22" in record["measurement"]
     assert set(record["plots"]) == {"val_loss.png", "expert_load.png"}
+
+
+def test_gpu_scale_without_cuda_exits_2_and_writes_nothing(capsys, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert cli.main(["run", "kern", "--scale", "gpu", "--out", str(tmp_path / "out")]) == 2
+    assert "config field 'device': 'cuda' requested but CUDA is not available" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def _bad_data(tmp_path: Path) -> list[tuple[Path, str]]:
+    """User data the config must reject, with the message each gives (smoke: context_len 32, so 34 bytes a split)."""
+    random_bytes = tmp_path / "random.txt"
+    random_bytes.write_bytes(bytes(range(128, 256)) * 32)  # 4 KiB, not UTF-8
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("x" * 200)  # 190 training bytes, 10 validation bytes
+    no_text = tmp_path / "no_text"
+    no_text.mkdir()
+    (no_text / "image.png").write_bytes(b"\x89PNG")
+    return [
+        (tmp_path / "missing.txt", "does not exist"),
+        (random_bytes, "is not UTF-8 text (undecodable byte at offset 0)"),
+        (empty, "the split left 0 training"),
+        (tiny, "leaves 10 bytes in the validation split, fewer than the 34 this config needs"),
+        (no_text, "holds no text files"),
+    ]
+
+
+def test_bad_user_data_is_rejected_before_any_folder(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    for data, message in _bad_data(tmp_path):
+        assert cli.main(["run", "kern", "--scale", "smoke", "--out", str(out), "--set", f"data={data}"]) == 2
+        err = capsys.readouterr().err
+        assert "config field 'data': " in err and message in err, err
+    assert not (out / "kern").exists()
+
+
+def test_unreadable_user_data_is_rejected_before_any_folder(capsys, tmp_path, monkeypatch):
+    # Permissions do not stop root, so the read itself is made to fail as it would for an unreadable file.
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
+    locked = tmp_path / "locked.txt"
+    locked.write_text("text " * 100)
+    real_read = Path.read_bytes
+
+    def read_bytes(self):
+        if self == locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    out = tmp_path / "out"
+    assert cli.main(["run", "kern", "--scale", "smoke", "--out", str(out), "--set", f"data={locked}"]) == 2
+    assert "config field 'data': [Errno 13] Permission denied" in capsys.readouterr().err
+    assert not (out / "kern").exists()
+
+
+def test_user_data_that_fits_is_accepted(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
+    text = tmp_path / "text.txt"
+    text.write_text("y" * 680)  # 5% validation: 34 bytes, exactly context_len + 2
+    assert KernConfig.preset("smoke").context_len == 32
+    assert dataclasses.replace(KernConfig.preset("smoke"), data=str(text)).data == str(text)
 
 
 def test_bad_config_value_names_the_field_through_cli(cli):

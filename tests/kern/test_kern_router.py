@@ -9,11 +9,15 @@ import torch
 
 from iclr26.kern import (
     ROUTERS,
+    GateCost,
+    MoEFeedForward,
     Router,
     RouterSpec,
     activate,
+    gate_cost,
     gate_scores,
     normalize,
+    projection_flops,
     select_top_k,
     switch_balance_loss,
 )
@@ -238,15 +242,55 @@ def test_k_larger_than_number_of_experts_is_rejected():
         select_top_k(torch.zeros(2, 3), torch.zeros(2, 3), 4, renormalize=False)
 
 
-def test_non_finite_router_logits_are_rejected():
+def test_non_finite_router_input_is_rejected_naming_x():
     router = Router(8, 4, 2, "kern")
     x = torch.randn(3, 8)
     x[1, 2] = float("nan")
-    with pytest.raises(FloatingPointError, match="router logits contain NaN or inf"):
+    with pytest.raises(ValueError, match=r"x: contains NaN or inf \(1 NaN, 0 inf of 24 values\)"):
         router(x)
     x[1, 2] = float("inf")
-    with pytest.raises(FloatingPointError, match="router logits"):
+    with pytest.raises(ValueError, match=r"x: contains NaN or inf \(0 NaN, 1 inf of 24 values\)"):
         router(x)
+
+
+def test_non_finite_router_weights_are_reported_as_floating_point_error():
+    router = Router(8, 4, 2, "kern")
+    with torch.no_grad():
+        router.proj.weight[0, 0] = float("inf")
+    with pytest.raises(FloatingPointError, match="router logits contain NaN or inf from a finite input x"):
+        router(torch.randn(3, 8))
+
+
+def test_dtype_mismatch_names_both_dtypes():
+    with pytest.raises(
+        TypeError, match=r"x: dtype torch.float64 differs from the router's weights' dtype torch.float32"
+    ):
+        Router(8, 4, 2, "kern")(torch.randn(3, 8, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"x: dtype torch.float32 differs .* dtype torch.float64"):
+        Router(8, 4, 2, "softmax").double()(torch.randn(3, 8))
+    with pytest.raises(TypeError, match=r"x: dtype torch.bfloat16 differs"):
+        MoEFeedForward(8, num_experts=4, k=2, d_expert=4)(torch.randn(2, 3, 8, dtype=torch.bfloat16))
+
+
+def test_dtype_mismatch_is_allowed_under_autocast():
+    # Under torch.autocast the linear layer casts its operands itself, as in mixed-precision training.
+    router = Router(8, 4, 2, "kern")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = router(torch.randn(3, 8, dtype=torch.bfloat16))
+    assert out.expert_index.shape == (3, 2)
+
+
+def test_gate_scores_reject_non_finite_logits_and_gamma():
+    s = torch.zeros(2, 4)
+    s[0, 1] = float("nan")
+    s[1, 3] = float("-inf")
+    kw = dict(activation="relu", normalization="l2", order="norm_act")
+    with pytest.raises(ValueError, match=r"logits: contain NaN or inf \(1 NaN, 1 inf of 8 values\)"):
+        gate_scores(s, **kw)
+    with pytest.raises(ValueError, match=r"gamma: must be finite, got nan"):
+        gate_scores(torch.zeros(2, 4), gamma=float("nan"), **kw)
+    with pytest.raises(ValueError, match=r"gamma: must be finite, got inf"):
+        gate_scores(torch.zeros(2, 4), gamma=torch.tensor(float("inf")), **kw)
 
 
 def test_wrong_hidden_size_is_rejected():
@@ -294,3 +338,54 @@ def test_all_zero_logits_give_zero_kern_gates_not_nan():
     # ‖s‖ = 0: the ε in s / (‖s‖ + ε) keeps the gates at zero instead of 0/0.
     out = identity_router("kern", k=2)(torch.zeros(2, 4, dtype=torch.float64))
     assert torch.equal(out.combine_weights, torch.zeros(2, 2, dtype=torch.float64))
+
+
+def test_gate_cost_hand_counted_for_four_experts_top_two():
+    # E = 4, K = 2, one token, following gate_scores and select_top_k line by line:
+    # softmax, torch.softmax(s) then γ·: max over 4 = 3 compare; s - max = 4 add; exp = 4 special; sum = 3 add;
+    #   divide = 4; γ· = 4 multiply  ->  3 + 4 + 4 + 3 + 4 + 4 = 22.
+    assert gate_cost("softmax", num_experts=4, k=2) == GateCost(multiply=4, add=7, divide=4, compare=3, special=4)
+    # kern, γ·ReLU(s / (‖s‖₂ + ε)): 4 squares; 3 adds; 1 sqrt; + ε 1 add; 4 divides; ReLU 4 compare;
+    #   γ· 4 multiply  ->  4 + 3 + 1 + 1 + 4 + 4 + 4 = 21.
+    assert gate_cost("kern", num_experts=4, k=2) == GateCost(multiply=8, add=4, divide=4, compare=4, special=1)
+    # kern_act_norm, γ·ReLU(s)/(‖ReLU(s)‖₂ + ε): the same operations in the other order.
+    assert gate_cost("kern_act_norm", num_experts=4, k=2) == gate_cost("kern", num_experts=4, k=2)
+    # sigmoid: 4 sigmoid; γ· 4 multiply; top-2 renormalised: 1 add (sum of 2), 1 add (+ ε), 2 divide  ->  12.
+    assert gate_cost("sigmoid", num_experts=4, k=2) == GateCost(multiply=4, add=2, divide=2, compare=0, special=4)
+    # tanh: 4 tanh; γ· 4 multiply  ->  8.
+    assert gate_cost("tanh", num_experts=4, k=2) == GateCost(multiply=4, add=0, divide=0, compare=0, special=4)
+    assert [gate_cost(n, num_experts=4, k=2).flops for n in ("softmax", "kern", "sigmoid", "tanh")] == [22, 21, 12, 8]
+
+
+@pytest.mark.parametrize("e", [1, 8, 64, 256])
+def test_gate_cost_closed_forms_of_the_presets(e):
+    k = max(1, e // 8)
+    assert gate_cost("softmax", num_experts=e, k=k).flops == 6 * e - 2
+    assert gate_cost("kern", num_experts=e, k=k).flops == 5 * e + 1
+    assert gate_cost("sigmoid", num_experts=e, k=k).flops == 2 * e + 2 * k
+    assert gate_cost("tanh", num_experts=e, k=k).flops == 2 * e
+
+
+def test_gate_cost_of_a_custom_member_adds_its_parts():
+    # ℓ1 then sigmoid (norm_act), renormalised over the top 3 of 5: abs 5 compare, 4 + 1 add, 5 divide (ℓ1);
+    # 5 sigmoid; γ· 5 multiply; renormalisation 2 + 1 add, 3 divide.
+    spec = RouterSpec(activation="sigmoid", normalization="l1", order="norm_act", renormalize=True)
+    assert gate_cost(spec, num_experts=5, k=3) == GateCost(multiply=5, add=8, divide=8, compare=5, special=5)
+    # Identity without normalisation: only the γ scale is left.
+    plain = RouterSpec(activation="identity", normalization="none", order="act_norm")
+    assert gate_cost(plain, num_experts=5, k=3) == GateCost(multiply=5, add=0, divide=0, compare=0, special=0)
+
+
+def test_projection_flops_hand_counted():
+    # W x for D = 3, E = 2: each of 2 logits is 3 products and 2 sums, plus 1 bias add: 2 · 6 = 12 = 2 D E.
+    assert projection_flops(3, 2) == 12
+    assert projection_flops(3, 2, bias=False) == 10
+
+
+def test_gate_cost_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="spec: unknown router 'kernel'"):
+        gate_cost("kernel", num_experts=4, k=2)
+    with pytest.raises(ValueError, match=r"k must lie in \[1, num_experts=4\], got 5"):
+        gate_cost("kern", num_experts=4, k=5)
+    with pytest.raises(ValueError, match="num_experts must be positive, got 0"):
+        gate_cost("kern", num_experts=0, k=1)

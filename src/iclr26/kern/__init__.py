@@ -8,14 +8,17 @@ Drop-in components: :class:`Router` (Softmax, Sigmoid, Tanh, KERN and any member
 from iclr26.kern.moe import Dispatch, MoEFeedForward, expert_capacity, group_by_expert
 from iclr26.kern.router import (
     ROUTERS,
+    GateCost,
     Router,
     RouterOutput,
     RouterSpec,
     TopK,
     activate,
     expert_counts,
+    gate_cost,
     gate_scores,
     normalize,
+    projection_flops,
     select_top_k,
     switch_balance_loss,
 )
@@ -23,6 +26,7 @@ from iclr26.kern.router import (
 __all__ = [
     "ROUTERS",
     "Dispatch",
+    "GateCost",
     "MoEFeedForward",
     "Router",
     "RouterOutput",
@@ -31,9 +35,11 @@ __all__ = [
     "activate",
     "expert_capacity",
     "expert_counts",
+    "gate_cost",
     "gate_scores",
     "group_by_expert",
     "normalize",
+    "projection_flops",
     "select_top_k",
     "switch_balance_loss",
 ]

@@ -24,6 +24,9 @@ a token's scores by one positive number, so the ordering of ``s`` is the orderin
 zero region are then broken by ``s``, and the tied experts get weight 0). This needs ``γ > 0``; γ is not constrained,
 and the selection stays on ``s`` whatever its sign (the README reports the trained values).
 
+Cost: :func:`gate_cost` counts the operations per token of steps 2-5 as the code computes them (the part that
+differs between routers; the paper calls KERN "zero-additional-cost"), :func:`projection_flops` those of step 1.
+
 Glossary: ``N`` tokens (batch and sequence flattened), ``D`` hidden size, ``E`` experts (``M`` in the paper),
 ``K`` experts per token (top-k).
 
@@ -135,7 +138,34 @@ def gate_scores(
 
     Returns:
         ``ĝ``, ``(N, E)``.
+
+    Raises:
+        ValueError: for NaN or inf in ``logits`` or ``gamma``, or an unknown ``activation``, ``normalization`` or
+            ``order``.
     """
+    if not torch.isfinite(logits).all():
+        raise ValueError(f"logits: contain NaN or inf ({_count_non_finite(logits)}); gates need finite logits")
+    if not torch.isfinite(torch.as_tensor(gamma)).all():
+        raise ValueError(f"gamma: must be finite, got {torch.as_tensor(gamma).tolist()}")
+    return _gate_values(logits, activation=activation, normalization=normalization, order=order, gamma=gamma, eps=eps)
+
+
+def _count_non_finite(t: Tensor) -> str:
+    """``"n NaN, m inf of T values"`` for an error message."""
+    n_nan, n_inf = int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
+    return f"{n_nan} NaN, {n_inf} inf of {t.numel()} values"
+
+
+def _gate_values(
+    logits: Tensor,
+    *,
+    activation: Activation,
+    normalization: Normalization,
+    order: Order,
+    gamma: Tensor | float,
+    eps: float | None,
+) -> Tensor:
+    """:func:`gate_scores` without the finiteness checks (for callers that checked their logits already)."""
     eps = default_eps(logits.dtype) if eps is None else eps
     if order == "norm_act":
         # Eq. (3), KERN: ĝ = γ · ReLU(s / (‖s‖₂ + ε))
@@ -275,6 +305,109 @@ ROUTERS: dict[str, RouterSpec] = {
 }
 
 
+@dataclass(frozen=True)
+class GateCost:
+    """Counted operations per token of a router's gate: what :meth:`Router.forward` computes after the logits that
+    depends on the router (``ĝ = γ · act(norm(s))`` or ``γ · norm(act(s))``, and the top-k renormalisation).
+
+    One FLOP per elementary operation on one value: an exp, sqrt, sigmoid or tanh counts as one FLOP (``special``),
+    like an add. What every router computes alike is left out: the logits ``s = W x + b``
+    (:func:`projection_flops`), the top-k selection on ``s`` and the gather of the kept gates, and the balance loss
+    (a softmax of ``s`` for every router).
+
+    Attributes:
+        multiply: products (squares of the ℓ2 norm, the scale γ).
+        add: additions and subtractions (sums of the norms, ``+ ε``, softmax's max shift).
+        divide: divisions (by the norm or the sum).
+        compare: comparisons (ReLU, softmax's running max, the ``abs`` of the ℓ1 norm).
+        special: elementary functions (exp, sqrt, sigmoid, tanh).
+    """
+
+    multiply: int
+    add: int
+    divide: int
+    compare: int
+    special: int
+
+    @property
+    def flops(self) -> int:
+        """All counted operations: ``multiply + add + divide + compare + special``."""
+        return self.multiply + self.add + self.divide + self.compare + self.special
+
+    def __add__(self, other: GateCost) -> GateCost:
+        return GateCost(
+            self.multiply + other.multiply,
+            self.add + other.add,
+            self.divide + other.divide,
+            self.compare + other.compare,
+            self.special + other.special,
+        )
+
+
+def gate_cost(spec: RouterSpec | str, *, num_experts: int, k: int) -> GateCost:
+    """Operations per token of a router's gate, counted from the code of :func:`gate_scores` and
+    :func:`select_top_k` (``E`` = ``num_experts``, ``K`` = ``k``):
+
+    * activation on ``E`` values: ReLU ``E`` compare; exp, sigmoid, tanh ``E`` special; identity nothing;
+    * ℓ2 normalisation ``v / (‖v‖₂ + ε)``: ``E`` multiply (squares), ``E − 1`` add (their sum), 1 special (sqrt),
+      1 add (``+ ε``), ``E`` divide;
+    * ℓ1 normalisation ``v / (‖v‖₁ + ε)``: ``E`` compare (abs), ``E − 1`` add, 1 add (``+ ε``), ``E`` divide;
+    * Softmax (exp then ℓ1 in the ``act_norm`` order) is computed as ``torch.softmax``, with the max subtracted:
+      ``E − 1`` compare (max), ``E`` add (shift), ``E`` special (exp), ``E − 1`` add (sum), ``E`` divide;
+    * the scale γ: ``E`` multiply, for every router (a constant 1 for the routers without a learnable γ);
+    * the top-k renormalisation (Sigmoid): ``K − 1`` add (sum), 1 add (``+ ε``), ``K`` divide.
+
+    The presets: Softmax ``6E − 2`` FLOPs, KERN (either order) ``5E + 1``, Sigmoid ``2E + 2K``, Tanh ``2E``.
+
+    Args:
+        spec: the family member, a :class:`RouterSpec` or a name in :data:`ROUTERS`.
+        num_experts: ``E``.
+        k: experts kept per token, ``1 ≤ k ≤ E``.
+
+    Returns:
+        The :class:`GateCost`.
+
+    Raises:
+        ValueError: for an unknown router name, ``num_experts < 1`` or ``k`` outside ``[1, num_experts]``.
+    """
+    if isinstance(spec, str):
+        if spec not in ROUTERS:
+            raise ValueError(f"spec: unknown router {spec!r}; choose one of {sorted(ROUTERS)}")
+        spec = ROUTERS[spec]
+    e = num_experts
+    if e < 1:
+        raise ValueError(f"num_experts must be positive, got {num_experts}")
+    if not 1 <= k <= e:
+        raise ValueError(f"k must lie in [1, num_experts={e}], got {k}")
+    none = GateCost(0, 0, 0, 0, 0)
+    act = {
+        "relu": GateCost(0, 0, 0, e, 0),
+        "exp": GateCost(0, 0, 0, 0, e),
+        "sigmoid": GateCost(0, 0, 0, 0, e),
+        "tanh": GateCost(0, 0, 0, 0, e),
+        "identity": none,
+    }[spec.activation]
+    norm = {
+        "l2": GateCost(multiply=e, add=(e - 1) + 1, divide=e, compare=0, special=1),
+        "l1": GateCost(multiply=0, add=(e - 1) + 1, divide=e, compare=e, special=0),
+        "none": none,
+    }[spec.normalization]
+    if spec.order == "act_norm" and spec.activation == "exp" and spec.normalization == "l1":
+        # torch.softmax: max, shift, exp, sum, divide
+        core = GateCost(multiply=0, add=e + (e - 1), divide=e, compare=e - 1, special=e)
+    else:
+        core = act + norm
+    scale = GateCost(multiply=e, add=0, divide=0, compare=0, special=0)
+    renorm = GateCost(multiply=0, add=(k - 1) + 1, divide=k, compare=0, special=0) if spec.renormalize else none
+    return core + scale + renorm
+
+
+def projection_flops(d_model: int, num_experts: int, *, bias: bool = True) -> int:
+    """FLOPs per token of the logits ``s = W x + b``, the same for every router: ``D · E`` multiply and
+    ``(D − 1) · E`` add for ``W x``, plus ``E`` add for the bias: ``2 D E`` with a bias, ``(2 D − 1) E`` without."""
+    return d_model * num_experts + (d_model - 1) * num_experts + (num_experts if bias else 0)
+
+
 class RouterOutput(NamedTuple):
     """What a router returns for ``N`` tokens.
 
@@ -310,8 +443,9 @@ class Router(nn.Module):
 
     Raises:
         ValueError: for ``k`` outside ``[1, num_experts]``, a non-positive size or an unknown router name; in
-            ``forward``, for an input with the wrong hidden size or no tokens.
-        FloatingPointError: in ``forward``, when the logits contain NaN or inf.
+            ``forward``, for an input ``x`` with the wrong hidden size, no tokens, or NaN/inf values.
+        TypeError: in ``forward``, when ``x``'s dtype differs from the weights' (outside ``torch.autocast``).
+        FloatingPointError: in ``forward``, when a finite ``x`` gives NaN or inf logits (non-finite weights).
     """
 
     def __init__(
@@ -357,15 +491,24 @@ class Router(nn.Module):
             raise ValueError(
                 f"x: expected hidden size {self.d_model} in the last dimension, got shape {tuple(x.shape)}"
             )
+        weight = self.proj.weight
+        if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):
+            raise TypeError(
+                f"x: dtype {x.dtype} differs from the router's weights' dtype {weight.dtype}; convert one of them "
+                f"(x.to({weight.dtype}) or router.to({x.dtype}))"
+            )
         flat = x.reshape(-1, self.d_model)  # (N, D)
         if flat.shape[0] == 0:
             raise ValueError(f"x: needs at least one token, got shape {tuple(x.shape)}")
+        if not torch.isfinite(flat).all():
+            raise ValueError(f"x: contains NaN or inf ({_count_non_finite(flat)}); the router needs finite inputs")
         logits = self.proj(flat)  # (N, E): s = W x + b
         if not torch.isfinite(logits).all():
             raise FloatingPointError(
-                "router logits contain NaN or inf; check the input x (finite?) and the learning rate"
+                "router logits contain NaN or inf from a finite input x: the router's weights are non-finite or "
+                "too large; check the learning rate"
             )
-        gates = gate_scores(
+        gates = _gate_values(
             logits,
             activation=self.spec.activation,
             normalization=self.spec.normalization,
