@@ -251,3 +251,36 @@ def test_base_decay_validation() -> None:
     with pytest.raises(ValueError, match="final_lr_frac must lie in"):
         CosineDecay(1.5)
     assert StepDecay.even(3).milestones == (0.25, 0.5, 0.75)
+
+
+@pytest.mark.parametrize("bad", [-1, -0.5, math.nan, math.inf, "10", None, True])
+def test_token_and_step_arguments_reject_negative_nan_and_non_numbers(bad) -> None:
+    s = Seesaw(peak_lr=1.0, base_batch_size=8, total_tokens=1000, max_batch_size=64, warmup_tokens=100)
+    for method in (s.lr, s.batch_size, s.cuts, s.progress, s.multiplier):
+        with pytest.raises(ValueError, match=r"Seesaw tokens must be a finite number >= 0, got"):
+            method(bad)
+    with pytest.raises(ValueError, match=r"Seesaw step must be a finite number >= 0, got"):
+        s(bad, 0)
+    with pytest.raises(ValueError, match=r"Seesaw tokens_seen must be a finite number >= 0, got"):
+        s(0, bad)
+
+
+def test_warmup_at_a_negative_token_count_would_give_a_negative_lr() -> None:
+    # Why negative counts are refused: the warmup formula η₀ (n + 1) / n_w gives -0.04 at n = -5, n_w = 100.
+    s = Seesaw(peak_lr=1.0, base_batch_size=8, total_tokens=1000, max_batch_size=64, warmup_tokens=100)
+    assert s.lr(0) == pytest.approx(0.01) and s.lr(99) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="tokens"):
+        s.lr(-5)
+
+
+def test_base_decays_reject_nan_progress_and_bad_cut_counts() -> None:
+    with pytest.raises(ValueError, match=r"CosineDecay p must be a real number, not NaN, got nan"):
+        CosineDecay(0.1)(math.nan)
+    with pytest.raises(ValueError, match=r"StepDecay p must be a real number, not NaN, got nan"):
+        StepDecay((0.5,))(math.nan)
+    for bad in (0, -2, math.nan, 2.0):
+        with pytest.raises(ValueError, match=r"StepDecay.even n_cuts must be an int >= 1, got"):
+            StepDecay.even(bad)
+    # Outside [0, 1] the progress is clipped (cosine) or counts every milestone (step), as before.
+    assert CosineDecay(0.1)(-1.0) == 1.0 and CosineDecay(0.1)(2.0) == pytest.approx(0.1)
+    assert StepDecay((0.5,))(2.0) == 0.5

@@ -48,8 +48,12 @@ def test_seesaw_lr_state_dict_resumes() -> None:
     second = SeesawLR(opt2, s)
     second.load_state_dict(state)
     assert second.get_last_lr() == first.get_last_lr() and second.batch_size == first.batch_size
-    with pytest.raises(ValueError, match="batch_size must be positive"):
-        second.step(0)
+    for bad in (0, -4, float("nan"), 2.0):
+        with pytest.raises(ValueError, match=r"SeesawLR.step batch_size must be a positive int, got"):
+            second.step(bad)
+    for key, bad in (("tokens_seen", -1), ("step_count", float("nan"))):
+        with pytest.raises(ValueError, match=f"SeesawLR.load_state_dict {key} must be an int >= 0"):
+            second.load_state_dict(state | {key: bad})
     # A batch above the planned one would break the cap and the budget: an error, not a silent overshoot.
     with pytest.raises(ValueError, match=f"batch_size={second.batch_size + 1} exceeds the planned batch"):
         second.step(second.batch_size + 1)

@@ -71,6 +71,12 @@ class CosineDecay:
             raise ValueError(f"CosineDecay final_lr_frac must lie in [0, 1], got {self.final_lr_frac}")
 
     def __call__(self, p: float) -> float:
+        """``f(p)``, with ``p`` clipped to [0, 1].
+
+        Raises:
+            ValueError: if ``p`` is NaN or not a real number.
+        """
+        _require_real("CosineDecay", "p", p)
         r = self.final_lr_frac
         return r + (1.0 - r) * 0.5 * (1.0 + math.cos(math.pi * min(max(p, 0.0), 1.0)))
 
@@ -101,12 +107,21 @@ class StepDecay:
 
     @classmethod
     def even(cls, n_cuts: int, factor: float = 2.0) -> StepDecay:
-        """``n_cuts`` milestones splitting the decay period into ``n_cuts + 1`` equal phases (Thm 1's setting)."""
-        if n_cuts < 1:
-            raise ValueError(f"StepDecay.even n_cuts must be >= 1, got {n_cuts}")
+        """``n_cuts`` milestones splitting the decay period into ``n_cuts + 1`` equal phases (Thm 1's setting).
+
+        Raises:
+            ValueError: if ``n_cuts`` is not an int >= 1 (NaN included).
+        """
+        _require_whole("StepDecay.even", "n_cuts", n_cuts, minimum=1)
         return cls(tuple((j + 1) / (n_cuts + 1) for j in range(n_cuts)), factor)
 
     def __call__(self, p: float) -> float:
+        """``f(p)``.
+
+        Raises:
+            ValueError: if ``p`` is NaN or not a real number.
+        """
+        _require_real("StepDecay", "p", p)
         return self.factor ** -sum(1 for m in self.milestones if p >= m)
 
 
@@ -202,7 +217,8 @@ class Seesaw:
     Raises:
         ValueError: naming the argument, for α ≤ 1, β < 1, a rule that would raise the LR at a cut, a base decay
             that is not non-increasing from 1, a cap that is not on the ramp or below B₀, a fractional batch size,
-            or an unbounded ramp (no cap with a base decaying to 0).
+            or an unbounded ramp (no cap with a base decaying to 0); in the methods, for a token or step count
+            that is negative, NaN or infinite.
     """
 
     peak_lr: float
@@ -220,12 +236,12 @@ class Seesaw:
     def __post_init__(self) -> None:
         if not (self.peak_lr > 0 and math.isfinite(self.peak_lr)):
             raise ValueError(f"Seesaw peak_lr must be positive and finite, got {self.peak_lr}")
-        _require_whole("base_batch_size", self.base_batch_size, minimum=1)
-        _require_whole("total_tokens", self.total_tokens, minimum=1)
-        _require_whole("warmup_tokens", self.warmup_tokens, minimum=0)
-        _require_whole("tokens_per_sample", self.tokens_per_sample, minimum=1)
+        _require_whole("Seesaw", "base_batch_size", self.base_batch_size, minimum=1)
+        _require_whole("Seesaw", "total_tokens", self.total_tokens, minimum=1)
+        _require_whole("Seesaw", "warmup_tokens", self.warmup_tokens, minimum=0)
+        _require_whole("Seesaw", "tokens_per_sample", self.tokens_per_sample, minimum=1)
         if self.max_batch_size is not None:
-            _require_whole("max_batch_size", self.max_batch_size, minimum=1)
+            _require_whole("Seesaw", "max_batch_size", self.max_batch_size, minimum=1)
         if self.warmup_tokens >= self.total_tokens:
             raise ValueError(
                 f"Seesaw warmup_tokens must lie in [0, total_tokens={self.total_tokens}), got {self.warmup_tokens}"
@@ -297,23 +313,31 @@ class Seesaw:
         return whole
 
     def progress(self, tokens: float) -> float:
-        """Decay progress ``p = (n - n_w) / (N - n_w)`` clipped to [0, 1]."""
+        """Decay progress ``p = (n - n_w) / (N - n_w)`` clipped to [0, 1].
+
+        Raises:
+            ValueError: if ``tokens`` is negative, NaN, infinite or not a number (as in every method taking it).
+        """
+        _require_count("tokens", tokens)
         return min(1.0, max(0.0, (tokens - self.warmup_tokens) / (self.total_tokens - self.warmup_tokens)))
 
     def cuts(self, tokens: float) -> float:
         """``k``: the cuts the base schedule has made after ``tokens`` tokens (0 during warmup, ∞ where f = 0)."""
+        _require_count("tokens", tokens)
         if tokens < self.warmup_tokens:
             return 0.0
         return cut_count(self.base(self.progress(tokens)), self.alpha)
 
     def batch_size(self, tokens: float) -> int:
         """Step 4: ``B = B₀ β^{min(k, K)}`` samples for a step starting after ``tokens`` tokens."""
+        _require_count("tokens", tokens)
         if self.growth == 1.0:
             return self.base_batch_size
         return self._ramp_batch(int(min(self.cuts(tokens), self.max_growths)))
 
     def lr(self, tokens: float) -> float:
         """Steps 1–5: the learning rate of a step starting after ``tokens`` tokens."""
+        _require_count("tokens", tokens)
         if tokens < self.warmup_tokens:
             # Step 1: the base warmup, unchanged.
             return self.peak_lr * (tokens + 1) / self.warmup_tokens
@@ -333,7 +357,13 @@ class Seesaw:
         return self.lr(tokens) / self.peak_lr
 
     def __call__(self, step: int, tokens_seen: int) -> BatchPlan:
-        """The :class:`~iclr26.common.lmtrain.BatchPlan` of the step after ``tokens_seen`` (``step`` is unused)."""
+        """The :class:`~iclr26.common.lmtrain.BatchPlan` of the step after ``tokens_seen`` (``step`` is unused).
+
+        Raises:
+            ValueError: if ``step`` or ``tokens_seen`` is negative, NaN, infinite or not a number.
+        """
+        _require_count("step", step)
+        _require_count("tokens_seen", tokens_seen)
         return BatchPlan(self.lr(tokens_seen), self.batch_size(tokens_seen))
 
     def phases(self) -> list[Phase]:
@@ -384,10 +414,22 @@ class Seesaw:
         return len(self.plan().lr)
 
 
-def _require_whole(name: str, value: object, *, minimum: int) -> None:
+def _require_whole(owner: str, name: str, value: object, *, minimum: int) -> None:
     """Reject ``value`` unless it is a whole number (an ``int``, numpy's included; not a bool) ``>= minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"Seesaw {name} must be an int >= {minimum}, got {value!r}")
+        raise ValueError(f"{owner} {name} must be an int >= {minimum}, got {value!r}")
+
+
+def _require_real(owner: str, name: str, value: object) -> None:
+    """Reject ``value`` unless it is a real number other than NaN (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+        raise ValueError(f"{owner} {name} must be a real number, not NaN, got {value!r}")
+
+
+def _require_count(name: str, value: object) -> None:
+    """Reject a token or step count unless it is a finite real number ``>= 0`` (NaN, inf, negatives, bools out)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"Seesaw {name} must be a finite number >= 0, got {value!r}")
 
 
 def _ramp_index(cap: int, base: int, growth: float) -> int | None:

@@ -12,6 +12,7 @@ each other.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import torch
@@ -71,13 +72,14 @@ class SeesawLR:
                 is not, since it would exceed the schedule's batch (and its cap) or overspend the budget.
 
         Raises:
-            ValueError: if ``batch_size`` is not positive or exceeds the planned :attr:`batch_size`.
+            ValueError: if ``batch_size`` is not a positive int (NaN included) or exceeds the planned
+                :attr:`batch_size`.
             RuntimeError: if the budget was already spent.
         """
         planned = self.batch_size
         used = planned if batch_size is None else batch_size
-        if used <= 0:
-            raise ValueError(f"SeesawLR.step batch_size must be positive, got {used}")
+        if isinstance(used, bool) or not isinstance(used, numbers.Integral) or used <= 0:
+            raise ValueError(f"SeesawLR.step batch_size must be a positive int, got {used!r}")
         if used > planned:
             raise ValueError(
                 f"SeesawLR.step batch_size={used} exceeds the planned batch of {planned} samples after "
@@ -101,7 +103,15 @@ class SeesawLR:
         return {"step_count": self.step_count, "tokens_seen": self.tokens_seen}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore the counters (and the LRs they imply)."""
+        """Restore the counters (and the LRs they imply).
+
+        Raises:
+            ValueError: if ``step_count`` or ``tokens_seen`` is not an int >= 0 (NaN included).
+        """
+        for key in ("step_count", "tokens_seen"):
+            value = state[key]
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"SeesawLR.load_state_dict {key} must be an int >= 0, got {value!r}")
         self.step_count = int(state["step_count"])
         self.tokens_seen = int(state["tokens_seen"])
         self._apply()
