@@ -7,10 +7,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
+from iclr26 import cli as iclr26_cli
 from iclr26.common.config import ConfigError, apply_overrides
 from iclr26.common.experiment import RunContext
 from iclr26.runner import run_experiment
+from iclr26.uvu.cost import CountedCost
 from iclr26.uvu.experiment import UVUConfig, _rejection_metrics
 from iclr26.uvu.studies import MethodScore, RejectionStudy, ntk_study
 
@@ -18,9 +21,19 @@ from iclr26.uvu.studies import MethodScore, RejectionStudy, ntk_study
 def test_smoke_run_writes_a_complete_record(smoke):
     record = smoke("uvu")
     assert set(record["plots"]) == {"ntk_gap_vs_width.png", "ntk_points.png", "rejection_curves.png", "compute.png"}
+    assert record["units"] == [
+        "ntk-width8",
+        "ntk-width32",
+        "ntk-rnd-width32",
+        "rejection-policy",
+        "rejection-UVU",
+        "rejection-ensemble-2",
+        "rejection-ensemble-3",
+        "rejection-RND",
+    ]
     ntk = record["metrics"]["ntk"]
     assert ntk["widths"] == [8, 32] and len(ntk["gap_uvu_vs_ensemble"]) == 2
-    assert ntk["sampling_gap_p95"] > 0
+    assert ntk["sampling_gap_at_quantile"] > 0
     rejection = record["metrics"]["rejection"]
     assert set(rejection["methods"]) == {"UVU", "ensemble-2", "ensemble-3", "RND"}
     uvu, ens = rejection["methods"]["UVU"], rejection["methods"]["ensemble-3"]
@@ -28,28 +41,45 @@ def test_smoke_run_writes_a_complete_record(smoke):
     assert uvu["total_params"] == 2 * uvu["trained_params"]
     assert ens["total_params"] == ens["trained_params"]
     assert 0.0 <= uvu["auc"] <= 1.0 and len(uvu["curve"]) == len(rejection["rejection_fractions"])
+    # no time anywhere in the metrics or the evidence: times are timings, recorded apart
+    assert not any("time" in key for key in _keys(record["metrics"]) | _keys(record["evidence"]))
+    timings = record["timings"]
+    assert timings["train_time_basis"] == "process CPU time"
+    assert set(timings["train_time_s"]) == set(rejection["methods"])
+    assert all(t > 0 for t in timings["train_wall_time_s"].values())
     evidence = record["evidence"]
     assert math.isclose(evidence["param_ratio_uvu_over_ensemble"], uvu["total_params"] / ens["total_params"])
-    # the time ratio is the CPU-time ratio on a CPU device (the wall-time one is recorded beside it)
-    assert evidence["time_basis"] == rejection["train_time_basis"] == "process CPU time"
-    assert math.isclose(evidence["time_ratio_uvu_over_ensemble"], uvu["train_time_s"] / ens["train_time_s"])
+    assert evidence["update_macs_uvu"] == uvu["update_macs_per_transition"]
+    assert evidence["update_macs_ensemble_3"] == ens["update_macs_per_transition"]
     assert math.isclose(
-        evidence["wall_time_ratio_uvu_over_ensemble"], uvu["train_wall_time_s"] / ens["train_wall_time_s"]
+        evidence["update_macs_ratio_uvu_over_ensemble"],
+        uvu["update_macs_per_transition"] / ens["update_macs_per_transition"],
     )
-    assert all(m["train_time_s"] > 0 for m in rejection["methods"].values())
+    assert set(evidence["thresholds"]) == {"ntk_noise_quantile", "auc_tolerance", "max_compute_fraction"}
+    assert evidence["thresholds"]["auc_tolerance"]["value"] == 0.03
+    assert "binomial standard error" in evidence["thresholds"]["auc_tolerance"]["source"]
     assert isinstance(record["claim_held"], bool)
     assert record["claim_held"] == (evidence["ntk_held"] and evidence["rejection_held"])
     # both verdicts follow from the recorded measurements and tolerances
+    tol = {name: t["value"] for name, t in evidence["thresholds"].items()}
     assert evidence["ntk_held"] == (
-        evidence["ntk_gap_largest_width"] <= evidence["ntk_sampling_gap_p95"]
+        evidence["ntk_gap_largest_width"] <= evidence["ntk_sampling_gap_at_quantile"]
         and evidence["ntk_gap_largest_width"] < evidence["ntk_gap_smallest_width"]
     )
     assert evidence["rejection_held"] == (
-        evidence["auc_shortfall_vs_largest_ensemble"] <= evidence["auc_tolerance"]
-        and evidence["param_ratio_uvu_over_ensemble"] <= evidence["max_compute_fraction"]
-        and evidence["time_ratio_uvu_over_ensemble"] <= evidence["max_compute_fraction"]
+        evidence["auc_shortfall_vs_largest_ensemble"] <= tol["auc_tolerance"]
+        and evidence["param_ratio_uvu_over_ensemble"] <= tol["max_compute_fraction"]
+        and evidence["update_macs_ratio_uvu_over_ensemble"] <= tol["max_compute_fraction"]
     )
     assert math.isclose(evidence["auc_shortfall_vs_largest_ensemble"], ens["auc"] - uvu["auc"])
+    assert "None" not in record["measurement"] and "training multiply-adds" in record["measurement"]
+
+
+def _keys(value: Any) -> set[str]:
+    """Every key of a nested dict."""
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    return set()
 
 
 def test_bad_config_values_name_the_field(cli):
@@ -66,24 +96,26 @@ def test_bad_config_values_name_the_field(cli):
             apply_overrides(UVUConfig.preset("smoke"), [assignment])
 
 
-def _without_timings(value: Any) -> Any:
-    """The metrics with every wall-time entry (keys ending in ``time_s``) removed."""
-    if isinstance(value, dict):
-        return {k: _without_timings(v) for k, v in value.items() if not k.endswith("time_s")}
-    return value
-
-
 def test_smoke_run_is_deterministic_under_its_seed(tmp_path):
-    """Two in-process runs with one seed give identical metrics (timings aside); another seed changes them."""
+    """Two in-process runs with one seed give identical metrics and evidence; another seed changes them."""
     config = UVUConfig.preset("smoke")
     first, second = (
         run_experiment("uvu", config, scale="smoke", out=tmp_path / name, quiet=True).outcome for name in ("a", "b")
     )
-    assert _without_timings(first.metrics) == _without_timings(second.metrics)
+    assert first.metrics == second.metrics and first.evidence == second.evidence
     assert first.claim_held == second.claim_held
     # not deterministic merely because nothing depends on the seed (part 1 alone, to keep the test short)
     other = ntk_study(apply_overrides(config, ["seed=1"]), RunContext(out_dir=tmp_path, seed=1, quiet=True))
     assert other.gap != first.metrics["ntk"]["gap_uvu_vs_ensemble"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour of a machine without CUDA")
+def test_gpu_scale_without_cuda_exits_2_and_writes_nothing(tmp_path, capsys):
+    assert UVUConfig.preset_values("gpu")["device"] == "cuda"
+    assert iclr26_cli.main(["run", "uvu", "--scale", "gpu", "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "'device'" in err and "CUDA is not available" in err and "device=cpu" in err
+    assert not (tmp_path / "out" / "uvu").exists()
 
 
 def test_undefined_metrics_are_recorded_as_none_not_as_numbers():
@@ -98,6 +130,7 @@ def test_undefined_metrics_are_recorded_as_none_not_as_numbers():
         spearman=float("nan"),
         trained_params=10,
         total_params=20,
+        cost=CountedCost(update_macs=100, query_macs=40),
         train_time_s=0.1,
         train_wall_time_s=0.2,
     )

@@ -1,10 +1,12 @@
 """UVU — Universal Value-Function Uncertainties (Zanger et al., ICLR 2026, arXiv 2505.21119).
 
 Drop-in components: :class:`UVU` (the estimator), the baselines :class:`ValueEnsemble` and :class:`RND`, the
-universal value network :class:`UniversalMLP`, the offline data container :class:`Transitions`, and the pure TD
-functions of :mod:`iclr26.uvu.td`. The reproduction lives in :mod:`iclr26.uvu.experiment` (needs ``minigrid``).
+universal value network :class:`UniversalMLP`, the offline data container :class:`Transitions`, the pure TD
+functions of :mod:`iclr26.uvu.td` and the counted compute of each method (:mod:`iclr26.uvu.cost`). The
+reproduction lives in :mod:`iclr26.uvu.experiment` (needs ``minigrid``).
 """
 
+from iclr26.uvu.cost import CountedCost, ensemble_cost, mlp_backward_macs, mlp_forward_macs, rnd_cost, uvu_cost
 from iclr26.uvu.data import Transitions
 from iclr26.uvu.ensemble import StackedNetworks, ValueEnsemble
 from iclr26.uvu.networks import NTKLinear, UniversalMLP, count_parameters
@@ -24,6 +26,7 @@ from iclr26.uvu.uvu import UVU
 __all__ = [
     "RND",
     "UVU",
+    "CountedCost",
     "FitResult",
     "NTKLinear",
     "StackedNetworks",
@@ -32,13 +35,18 @@ __all__ = [
     "UniversalMLP",
     "ValueEnsemble",
     "count_parameters",
+    "ensemble_cost",
     "ensemble_variance",
     "fit",
+    "mlp_backward_macs",
+    "mlp_forward_macs",
     "relu_kernels",
+    "rnd_cost",
     "synthetic_reward",
     "td_limit",
     "td_loss",
     "td_target",
+    "uvu_cost",
     "uvu_td_loss",
     "uvu_uncertainty",
 ]

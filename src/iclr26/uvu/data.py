@@ -78,6 +78,10 @@ class Transitions:
         """The rows ``idx`` (a minibatch); ``idx`` is a ``(B,)`` integer tensor."""
         return Transitions(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
 
+    def to(self, device: torch.device | str) -> Transitions:
+        """The same transitions on ``device``."""
+        return Transitions(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+
     def with_next_actions(self, next_actions: Tensor) -> Transitions:
         """The same transitions with ``a'`` relabelled by a (new) policy ``π``."""
         return replace(self, next_actions=next_actions)

@@ -2,34 +2,38 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+from matplotlib.figure import Figure
 
-from iclr26.common.plots import figure, savefig
+from iclr26.common.plots import figure
 from iclr26.uvu.studies import NTKStudy, RejectionStudy
 
 _CATEGORY_NAMES = ("future covered", "in data, future missing", "not in data")
 
 
-def plot_ntk_gap(study: NTKStudy, path: Path) -> Path:
-    """Gap between ``½ E[ε²]`` and the ensemble variance vs width, against the sampling-noise level."""
+def plot_ntk_gap(study: NTKStudy, *, quantile: float) -> Figure:
+    """Gap between ``½ E[ε²]`` and the ensemble variance vs width, against the sampling-noise level.
+
+    Args:
+        study: the NTK study.
+        quantile: the quantile of the simulated gap that ``study.noise_gap_quantile`` holds (for the label).
+    """
     fig, ax = figure(width=5.5)
     ax.plot(study.widths, study.gap, "o-", label="UVU ½ε² vs ensemble σ²")
     ax.plot(study.widths, study.gap_uvu_theory, "s--", label="UVU ½ε² vs NTK limit")
     ax.plot(study.widths, study.gap_ensemble_theory, "^--", label="ensemble σ² vs NTK limit")
     ax.axhline(study.noise_gap_mean, color="grey", lw=1, label="exact agreement, finite K (mean)")
-    ax.axhline(study.noise_gap_p95, color="grey", lw=1, ls=":", label="exact agreement, 95th pct")
+    ax.axhline(study.noise_gap_quantile, color="grey", lw=1, ls=":", label=f"exact agreement, {100 * quantile:g}th pct")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("hidden width")
     ax.set_ylabel("relative L1 gap over (s, a, z)")
     ax.set_title("UVU error vs ensemble variance (finite MDP)")
     ax.legend(fontsize=7)
-    return savefig(fig, path)
+    return fig
 
 
-def plot_ntk_points(study: NTKStudy, path: Path) -> Path:
+def plot_ntk_points(study: NTKStudy) -> Figure:
     """Per point: ``½ε²`` and RND vs the ensemble variance (largest width), and means per coverage category."""
     fig, axes = figure(ncols=2, width=5.0)
     ax, bx = axes[0]
@@ -65,10 +69,10 @@ def plot_ntk_points(study: NTKStudy, path: Path) -> Path:
     bx.set_ylabel("mean uncertainty")
     bx.set_title("where the uncertainty sits")
     bx.legend(fontsize=7)
-    return savefig(fig, path)
+    return fig
 
 
-def plot_rejection(study: RejectionStudy, path: Path) -> Path:
+def plot_rejection(study: RejectionStudy) -> Figure:
     """Success rate of accepted tasks vs the fraction rejected, per method."""
     fig, ax = figure(width=5.5)
     for method in study.methods:
@@ -79,21 +83,22 @@ def plot_rejection(study: RejectionStudy, path: Path) -> Path:
     ax.set_ylabel("success rate of accepted tasks")
     ax.set_title("GoToDoor offline multi-task: task rejection")
     ax.legend(fontsize=7)
-    return savefig(fig, path)
+    return fig
 
 
-def plot_compute(study: RejectionStudy, path: Path) -> Path:
-    """Rejection AUC against parameters and training time, per method."""
+def plot_compute(study: RejectionStudy) -> Figure:
+    """Rejection AUC against parameters and counted training multiply-adds per transition, per method."""
     fig, axes = figure(ncols=2, width=4.5)
     ax, bx = axes[0]
     for method in study.methods:
         ax.scatter(method.total_params, method.auc)
         ax.annotate(method.name, (method.total_params, method.auc), fontsize=7)
-        bx.scatter(method.train_time_s, method.auc)
-        bx.annotate(method.name, (method.train_time_s, method.auc), fontsize=7)
-    ax.set_xscale("log")
+        bx.scatter(method.cost.update_macs, method.auc)
+        bx.annotate(method.name, (method.cost.update_macs, method.auc), fontsize=7)
+    for axis in (ax, bx):
+        axis.set_xscale("log")
     ax.set_xlabel("parameters (incl. fixed targets)")
-    bx.set_xlabel(f"training {study.time_basis} (s)")
+    bx.set_xlabel("training multiply-adds per transition")
     for axis in (ax, bx):
         axis.set_ylabel("rejection AUC")
-    return savefig(fig, path)
+    return fig

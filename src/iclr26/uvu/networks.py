@@ -100,6 +100,8 @@ class UniversalMLP(nn.Module):
         self.parameterization = parameterization
         in_dim = state_dim + (num_actions if num_actions is not None else action_dim) + task_dim
         widths = (in_dim, *hidden, num_heads)
+        #: layer widths ``(d_0, d_1, ..., d_L)``: input ``D_s + D_a + D_z``, hidden widths, heads ``H``.
+        self.widths: tuple[int, ...] = widths
         layers: list[nn.Module] = []
         for i, (fan_in, fan_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
             if parameterization == "ntk":
@@ -167,8 +169,14 @@ def check_independent(trained: nn.Module, target: nn.Module, *, names: tuple[str
         names: the two arguments' names, used in the error message.
 
     Raises:
+        TypeError: if either is not a ``torch.nn.Module`` (e.g. a function or a tensor).
         ValueError: if ``trained is target`` or they share a parameter tensor.
     """
+    for name, net in zip(names, (trained, target), strict=True):
+        if not isinstance(net, nn.Module):
+            raise TypeError(
+                f"{name} must be a torch.nn.Module mapping (states, actions, tasks) to (B, H), got {type(net).__name__}"
+            )
     if trained is target:
         raise ValueError(f"{names[0]} and {names[1]} must be two independently initialised networks, got the same one")
     shared = {id(p) for p in trained.parameters()} & {id(p) for p in target.parameters()}

@@ -23,6 +23,7 @@ class RND(nn.Module):
         target: fixed random network ``g(·; ψ₀)`` with outputs of the same shape (frozen in place).
 
     Raises:
+        TypeError: if ``predictor`` or ``target`` is not a ``torch.nn.Module``.
         ValueError: if ``predictor is target`` or they share parameters.
     """
 

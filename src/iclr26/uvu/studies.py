@@ -7,7 +7,14 @@
    gap can be read against the gap a perfect agreement would still show.
 2. :func:`rejection_study` — trains one offline universal Q-function on partial GoToDoor data, then UVU, ensembles
    of several sizes and RND to evaluate its policy, and scores each by the success-vs-rejection curve of the test
-   tasks, the rank correlation with the true value error, parameters and training wall time.
+   tasks, the rank correlation with the true value error, parameters and counted multiply-adds
+   (:mod:`iclr26.uvu.cost`); training times are measured beside them.
+
+Units of work (:meth:`iclr26.common.experiment.RunContext.unit`; a killed run resumes after the last finished one):
+``ntk-width<W>`` per width (ensemble and UVU copies trained), ``ntk-rnd-width<W>`` (RND at the largest width),
+``rejection-policy`` (offline data, the shared Q-function and its evaluation roll-outs) and one
+``rejection-<method>`` per uncertainty method (``UVU``, ``ensemble-<K>``, ``RND``). Everything between them is cheap
+and seeded.
 
 Glossary: ``M`` MDP points ``(s, a, z)``, ``N`` data points, ``K`` ensemble members / UVU copies, ``T`` test tasks,
 ``W`` hidden width, ``H`` UVU/RND heads.
@@ -27,6 +34,7 @@ import torch.nn.functional as F
 
 from iclr26.common.experiment import RunContext
 from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
+from iclr26.uvu.cost import CountedCost, ensemble_cost, rnd_cost, uvu_cost
 from iclr26.uvu.data import Transitions
 from iclr26.uvu.ensemble import StackedNetworks, ValueEnsemble
 from iclr26.uvu.gotodoor import NUM_ACTIONS, GoToDoorFamily, Task
@@ -92,7 +100,7 @@ class NTKStudy:
         spearman: per width, rank correlation of ``ε²`` and ``σ²_ens`` over the points.
         residual: per width, the largest final |TD error| on the data (ensemble, UVU) — convergence check.
         noise_gap_mean: mean gap of exact agreement with ``K`` samples (simulated).
-        noise_gap_p95: its 95th percentile.
+        noise_gap_quantile: its ``config.ntk_noise_quantile`` quantile (the tolerance of the verdict).
         steps: gradient-descent steps per width.
         theory: ``(M,)`` infinite-width ensemble variance.
         ensemble: ``(M,)`` measured ensemble variance; uvu_half: ``(M,)`` ``½ mean ε²``; rnd_half: ``(M,)``
@@ -109,7 +117,7 @@ class NTKStudy:
     spearman: list[float]
     residual: list[tuple[float, float]]
     noise_gap_mean: float
-    noise_gap_p95: float
+    noise_gap_quantile: float
     steps: int
     theory: np.ndarray
     ensemble: np.ndarray
@@ -118,6 +126,23 @@ class NTKStudy:
     categories: np.ndarray
     q_true: np.ndarray
     ensemble_mean: np.ndarray
+
+
+@dataclass(frozen=True)
+class WidthResult:
+    """One width of :func:`ntk_study` (a unit of work): arrays over the ``M`` MDP points.
+
+    Attributes:
+        ensemble_variance: ``(M,)`` variance of the ``K`` TD-trained value functions.
+        uvu_half: ``(M,)`` ``½ mean ε²`` of the ``K`` UVU copies.
+        ensemble_mean: ``(M,)`` mean of the value functions.
+        residual: the largest final |TD error| on the data (ensemble, UVU).
+    """
+
+    ensemble_variance: np.ndarray
+    uvu_half: np.ndarray
+    ensemble_mean: np.ndarray
+    residual: tuple[float, float]
 
 
 def _residual(net: Callable, data: Transitions, rewards: torch.Tensor, gamma: float) -> float:
@@ -170,10 +195,11 @@ def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
         repeats=config.ntk_noise_repeats,
         rng=rng,
     )
-    gen = torch_generator(derive_seed(config.seed, "ntk-batches"))
-    out: dict[str, list] = {k: [] for k in ("gap", "gu", "ge", "ratio", "rho", "res")}
     theory_var = theory.ensemble_variance.numpy()
-    for width in ctx.progress(config.ntk_widths, desc="ntk widths"):
+
+    def train_width(width: int) -> WidthResult:
+        # full-batch GD: the minibatch generator is never drawn from
+        gen = torch_generator(derive_seed(config.seed, "ntk-batches", width))
         torch.manual_seed(derive_seed(config.seed, "ntk-init", width))
         ensemble = ValueEnsemble(make(width), config.ntk_copies, gamma=config.ntk_gamma)
         fit(ensemble, data, steps=steps, lr=lr, generator=gen, optimizer="sgd")
@@ -184,16 +210,31 @@ def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
         )
         fit(uvu, data, steps=steps, lr=lr, generator=gen, optimizer="sgd")
         with torch.no_grad():
-            ens_var = ensemble.uncertainty(states, actions, tasks).numpy()
-            uvu_half = 0.5 * uvu.uncertainty(states, actions, tasks).numpy()
-            ens_mean = ensemble.mean(states, actions, tasks).numpy()
-        r_g = uvu.synthetic_reward(data).detach()
-        out["res"].append(
-            (
-                _residual(ensemble, data, data.rewards[:, None], config.ntk_gamma),
-                _residual(uvu.online, data, r_g, config.ntk_gamma),
+            r_g = uvu.synthetic_reward(data)
+            return WidthResult(
+                ensemble_variance=ensemble.uncertainty(states, actions, tasks).numpy(),
+                uvu_half=0.5 * uvu.uncertainty(states, actions, tasks).numpy(),
+                ensemble_mean=ensemble.mean(states, actions, tasks).numpy(),
+                residual=(
+                    _residual(ensemble, data, data.rewards[:, None], config.ntk_gamma),
+                    _residual(uvu.online, data, r_g, config.ntk_gamma),
+                ),
             )
-        )
+
+    def train_rnd(width: int) -> np.ndarray:
+        # RND: the γ = 0 regression onto g at the data points (myopic)
+        torch.manual_seed(derive_seed(config.seed, "ntk-rnd-init", width))
+        rnd = RND(StackedNetworks(make(width), config.ntk_copies), StackedNetworks(make(width), config.ntk_copies))
+        gen = torch_generator(derive_seed(config.seed, "ntk-rnd-batches", width))
+        fit(rnd, data, steps=steps, lr=lr, generator=gen, optimizer="sgd")
+        with torch.no_grad():
+            return 0.5 * rnd.uncertainty(states, actions, tasks).numpy()
+
+    out: dict[str, list] = {k: [] for k in ("gap", "gu", "ge", "ratio", "rho", "res")}
+    for width in ctx.progress(config.ntk_widths, desc="ntk widths"):
+        res = ctx.unit(f"ntk-width{width}", lambda width=width: train_width(width))
+        ens_var, uvu_half, ens_mean = res.ensemble_variance, res.uvu_half, res.ensemble_mean
+        out["res"].append(res.residual)
         out["gap"].append(symmetric_gap(uvu_half, ens_var))
         out["gu"].append(symmetric_gap(uvu_half, theory_var))
         out["ge"].append(symmetric_gap(ens_var, theory_var))
@@ -203,14 +244,8 @@ def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
             f"ntk width {width}: gap {out['gap'][-1]:.3f} (noise {noise.mean():.3f}), "
             f"ratio {out['ratio'][-1]:.3f}, residuals {out['res'][-1][0]:.1e}/{out['res'][-1][1]:.1e}"
         )
-    # RND at the largest width: the γ = 0 regression onto g at the data points (myopic).
-    rnd = RND(
-        StackedNetworks(make(config.ntk_widths[-1]), config.ntk_copies),
-        StackedNetworks(make(config.ntk_widths[-1]), config.ntk_copies),
-    )
-    fit(rnd, data, steps=steps, lr=lr, generator=gen, optimizer="sgd")
-    with torch.no_grad():
-        rnd_half = 0.5 * rnd.uncertainty(states, actions, tasks).numpy()
+    largest = config.ntk_widths[-1]
+    rnd_half = ctx.unit(f"ntk-rnd-width{largest}", lambda: train_rnd(largest))
     closed = mdp.closed_points(data_idx)
     covered = torch.zeros(m, dtype=torch.bool)
     covered[data_idx] = True
@@ -224,7 +259,7 @@ def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
         spearman=out["rho"],
         residual=out["res"],
         noise_gap_mean=float(noise.mean()),
-        noise_gap_p95=float(np.quantile(noise, 0.95)),
+        noise_gap_quantile=float(np.quantile(noise, config.ntk_noise_quantile)),
         steps=steps,
         theory=theory_var,
         ensemble=ens_var,
@@ -248,8 +283,10 @@ class MethodScore:
         spearman: rank correlation of ``uncertainty`` with the true value error ``|Q̂ - Q^π|``.
         trained_params: parameters updated by training.
         total_params: all parameters, fixed random targets included.
-        train_time_s: time of its training loop on the study's ``time_basis`` (CPU time on a CPU device).
-        train_wall_time_s: wall time of its training loop.
+        cost: counted multiply-adds per training transition and per query (:mod:`iclr26.uvu.cost`).
+        train_time_s: time of its training loop on the study's ``time_basis`` (CPU time on a CPU device); varies
+            between identical runs, so it is recorded as a timing and decides nothing.
+        train_wall_time_s: wall time of its training loop (a timing as well).
     """
 
     name: str
@@ -259,8 +296,36 @@ class MethodScore:
     spearman: float
     trained_params: int
     total_params: int
+    cost: CountedCost
     train_time_s: float
     train_wall_time_s: float
+
+
+@dataclass(frozen=True)
+class PolicyEvaluation:
+    """The shared offline policy and its test tasks (the unit ``rejection-policy``); tensors on the CPU.
+
+    Attributes:
+        data: the offline transitions, ``next_actions`` relabelled with the learned greedy policy ``π``.
+        state_dim: ``D_s``; task_dim: ``D_z``.
+        states0: ``(T, D_s)`` start states of the test tasks; tasks0: ``(T, D_z)`` their codes;
+            actions0: ``(T,)`` ``π(s_0)``.
+        group_names: names of the test groups; groups: ``(T,)`` group index of each test task.
+        success: ``(T,)`` success of ``π``; value_error: ``(T,)`` ``|Q̂(s_0, a_0, z) - Q^π|``.
+        dqn_time_s: training wall time of the shared Q-function (a timing).
+    """
+
+    data: Transitions
+    state_dim: int
+    task_dim: int
+    states0: torch.Tensor
+    tasks0: torch.Tensor
+    actions0: torch.Tensor
+    group_names: list[str]
+    groups: np.ndarray
+    success: np.ndarray
+    value_error: np.ndarray
+    dqn_time_s: float
 
 
 @dataclass(frozen=True)
@@ -276,7 +341,7 @@ class RejectionStudy:
         success: ``(T,)`` success of the shared policy; value_error: ``(T,)`` ``|Q̂(s_0, a_0, z) - Q^π|``.
         transitions: size of the offline data set.
         auc_difference_ci: 5 % and 95 % bootstrap quantiles of ``AUC(UVU) - AUC(largest ensemble)``.
-        dqn_time_s: training wall time of the shared Q-function.
+        dqn_time_s: training wall time of the shared Q-function (a timing).
         time_basis: what ``MethodScore.train_time_s`` measures: ``"process CPU time"`` on a CPU device (robust to
             other jobs on a shared machine), ``"wall time"`` on CUDA (CPU time does not see GPU work).
     """
@@ -316,10 +381,10 @@ def _episodes_to_transitions(episodes: list, task_dim: int, device: torch.device
     )
 
 
-def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
-    """Part 2: multi-task offline GoToDoor with task rejection (see the module docstring)."""
+def _train_policy(config: UVUConfig, ctx: RunContext) -> PolicyEvaluation:
+    """Collect the offline data, train the shared Q-function, relabel ``a'`` with its policy, roll it out on the
+    test tasks; the result is moved to the CPU (a unit's result holds no device tensors)."""
     device = torch.device(config.device)
-    on_cpu = device.type == "cpu"
     family = GoToDoorFamily(config.grid_size)
     base = derive_seed(config.seed, "gotodoor-tasks") % 1_000_000_000
     seen: list[Task] = []
@@ -366,9 +431,7 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
     data = data.with_next_actions(q.greedy(data.next_states, data.tasks))
 
     groups_tasks = [train[: config.test_per_group], truncated[: config.test_per_group], fresh, held]
-    group_names = ["seen", "truncated", "new", "held-out"]
     test = [t for g in groups_tasks for t in g]
-    groups = np.concatenate([np.full(len(g), k) for k, g in enumerate(groups_tasks)])
     s0 = []
     for task in test:
         family.reset(task.seed)
@@ -384,29 +447,59 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
         return int(q.greedy(s, torch.from_numpy(code)[None].to(device))[0])
 
     outcomes = [family.rollout(t, policy, gamma=config.gamma) for t in ctx.progress(test, desc="evaluate policy")]
-    success = np.array([o.success for o in outcomes], dtype=np.float64)
-    value_error = np.abs(q_hat - np.array([o.discounted_return for o in outcomes]))
+    return PolicyEvaluation(
+        data=data.to("cpu"),
+        state_dim=family.state_dim,
+        task_dim=family.task_dim,
+        states0=states0.cpu(),
+        tasks0=tasks0.cpu(),
+        actions0=actions0.cpu(),
+        group_names=["seen", "truncated", "new", "held-out"],
+        groups=np.concatenate([np.full(len(g), k) for k, g in enumerate(groups_tasks)]),
+        success=np.array([o.success for o in outcomes], dtype=np.float64),
+        value_error=np.abs(q_hat - np.array([o.discounted_return for o in outcomes])),
+        dqn_time_s=dqn_time,
+    )
+
+
+def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
+    """Part 2: multi-task offline GoToDoor with task rejection (see the module docstring).
+
+    Units: ``rejection-policy``, then ``rejection-<method>`` for UVU, each ensemble size and RND.
+    """
+    device = torch.device(config.device)
+    on_cpu = device.type == "cpu"
+    pol = ctx.unit("rejection-policy", lambda: _train_policy(config, ctx))
+    data = pol.data.to(device)
+    states0, actions0, tasks0 = pol.states0.to(device), pol.actions0.to(device), pol.tasks0.to(device)
+    success = pol.success
+    fractions = rejection_grid(config.rejection_max, config.rejection_points)
 
     def make(heads: int) -> Callable[[], UniversalMLP]:
         return lambda: UniversalMLP(
-            family.state_dim, family.task_dim, num_actions=NUM_ACTIONS, hidden=config.pe_hidden, num_heads=heads
+            pol.state_dim, pol.task_dim, num_actions=NUM_ACTIONS, hidden=config.pe_hidden, num_heads=heads
         ).to(device)
 
-    fractions = rejection_grid(config.rejection_max, config.rejection_points)
-    learners: list[tuple[str, torch.nn.Module, int, int]] = []
-    torch.manual_seed(derive_seed(config.seed, "uvu-init"))
-    uvu = UVU(make(config.uvu_heads)(), make(config.uvu_heads)(), gamma=config.gamma)
-    learners.append(("UVU", uvu, count_parameters(uvu, trainable_only=True), count_parameters(uvu)))
-    for k in config.ensemble_sizes:
+    def build(name: str) -> tuple[torch.nn.Module, int, int, CountedCost]:
+        """The learner ``name`` freshly initialised from its own seed, its parameter counts and counted cost."""
+        if name == "UVU":
+            torch.manual_seed(derive_seed(config.seed, "uvu-init"))
+            uvu = UVU(make(config.uvu_heads)(), make(config.uvu_heads)(), gamma=config.gamma)
+            cost = uvu_cost(uvu.online.widths)
+            return uvu, count_parameters(uvu, trainable_only=True), count_parameters(uvu), cost
+        if name == "RND":
+            torch.manual_seed(derive_seed(config.seed, "rnd-init"))
+            rnd = RND(make(config.uvu_heads)(), make(config.uvu_heads)())
+            cost = rnd_cost(rnd.predictor.widths)
+            return rnd, count_parameters(rnd, trainable_only=True), count_parameters(rnd), cost
+        k = int(name.removeprefix("ensemble-"))
         torch.manual_seed(derive_seed(config.seed, "ensemble-init", k))
         ens = ValueEnsemble(make(1), k, gamma=config.gamma)
-        learners.append((f"ensemble-{k}", ens, count_parameters(ens), count_parameters(ens)))
-    torch.manual_seed(derive_seed(config.seed, "rnd-init"))
-    rnd = RND(make(config.uvu_heads)(), make(config.uvu_heads)())
-    learners.append(("RND", rnd, count_parameters(rnd, trainable_only=True), count_parameters(rnd)))
+        cost = ensemble_cost(make(1)().widths, k)
+        return ens, count_parameters(ens), count_parameters(ens), cost
 
-    methods = []
-    for name, model, trained, total in learners:
+    def train(name: str) -> MethodScore:
+        model, trained, total, cost = build(name)
         result = fit(
             model,
             data,
@@ -414,27 +507,31 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
             lr=config.lr,
             batch_size=config.batch_size,
             generator=torch_generator(derive_seed(config.seed, "pe-batches", name)),
-            progress=lambda it, name=name: ctx.progress(it, total=config.pe_steps, desc=name),
+            progress=lambda it: ctx.progress(it, total=config.pe_steps, desc=name),
         )
         with torch.no_grad():
             unc = model.uncertainty(states0, actions0, tasks0).cpu().numpy().astype(np.float64)
         curve = rejection_curve(unc, success, fractions)
-        methods.append(
-            MethodScore(
-                name=name,
-                uncertainty=unc,
-                curve=curve.success,
-                auc=curve.auc,
-                spearman=rank_correlation(unc, value_error),
-                trained_params=trained,
-                total_params=total,
-                train_time_s=result.cpu_time_s if on_cpu else result.wall_time_s,
-                train_wall_time_s=result.wall_time_s,
-            )
+        return MethodScore(
+            name=name,
+            uncertainty=unc,
+            curve=curve.success,
+            auc=curve.auc,
+            spearman=rank_correlation(unc, pol.value_error),
+            trained_params=trained,
+            total_params=total,
+            cost=cost,
+            train_time_s=result.cpu_time_s if on_cpu else result.wall_time_s,
+            train_wall_time_s=result.wall_time_s,
         )
+
+    methods = []
+    for name in ["UVU", *(f"ensemble-{k}" for k in config.ensemble_sizes), "RND"]:
+        score = ctx.unit(f"rejection-{name}", lambda name=name: train(name))
+        methods.append(score)
         ctx.log(
-            f"{name}: AUC {curve.auc:.3f}, spearman {methods[-1].spearman:.3f}, "
-            f"{result.wall_time_s:.1f} s wall, {result.cpu_time_s:.1f} s CPU, {total} params"
+            f"{name}: AUC {score.auc:.3f}, spearman {score.spearman:.3f}, {score.total_params} params, "
+            f"{score.cost.update_macs} MACs per update, {score.train_wall_time_s:.1f} s wall"
         )
     largest = next(mm for mm in methods if mm.name == f"ensemble-{max(config.ensemble_sizes)}")
     diffs = paired_bootstrap_auc_difference(
@@ -452,12 +549,12 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
         oracle_curve=oracle.success,
         oracle_auc=oracle.auc,
         base_success=float(success.mean()),
-        group_names=group_names,
-        groups=groups,
+        group_names=pol.group_names,
+        groups=pol.groups,
         success=success,
-        value_error=value_error,
+        value_error=pol.value_error,
         transitions=len(data),
         auc_difference_ci=(float(np.quantile(diffs, 0.05)), float(np.quantile(diffs, 0.95))),
-        dqn_time_s=dqn_time,
+        dqn_time_s=pol.dqn_time_s,
         time_basis="process CPU time" if on_cpu else "wall time",
     )

@@ -21,6 +21,7 @@ Deviations: see :mod:`iclr26.uvu.td` (terminal transitions, several heads).
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from iclr26.uvu.data import Transitions
@@ -54,6 +55,7 @@ class UVU(nn.Module):
         gamma: discount ``γ`` in ``[0, 1)``.
 
     Raises:
+        TypeError: if ``online`` or ``target`` is not a ``torch.nn.Module`` (e.g. a function or a tensor).
         ValueError: if ``online is target``, if they share parameters, or for ``gamma`` outside ``[0, 1)``.
     """
 
@@ -97,8 +99,16 @@ class UVU(nn.Module):
             tasks: ``(B, D_z)`` policy/task encodings ``z``.
 
         Raises:
-            ValueError: if online and target outputs differ in shape.
+            TypeError: if an argument is not a tensor.
+            ValueError: if ``states``, ``tasks`` or continuous ``actions`` hold NaN or inf (named), or online and
+                target outputs differ in shape.
         """
+        for name, value in (("states", states), ("actions", actions), ("tasks", tasks)):
+            if not isinstance(value, Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+            if value.is_floating_point() and not torch.isfinite(value).all():
+                bad = int((~torch.isfinite(value)).sum())
+                raise ValueError(f"{name} holds {bad} non-finite value(s) (NaN or inf); ε² is undefined there")
         return uvu_uncertainty(self.online(states, actions, tasks), self.target(states, actions, tasks))
 
     def bonus(self, states: Tensor, actions: Tensor, tasks: Tensor, *, scale: float) -> Tensor:

@@ -1,0 +1,77 @@
+"""Bad input at the UVU API: non-modules as networks, NaN/inf or non-tensor queries; each error names the argument."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from iclr26.uvu import RND, UVU, UniversalMLP
+
+
+def _net(**kwargs) -> UniversalMLP:
+    return UniversalMLP(4, 3, num_actions=2, hidden=(8,), num_heads=2, **kwargs)
+
+
+def _query(b: int = 5):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(b, 4, generator=g), torch.randint(2, (b,), generator=g), torch.randn(b, 3, generator=g)
+
+
+@pytest.mark.parametrize(
+    "bad", [lambda s, a, z: s.sum(1, keepdim=True), torch.zeros(3, 2), "mlp"], ids=["function", "tensor", "string"]
+)
+@pytest.mark.parametrize("argument", ["online", "target"])
+def test_uvu_rejects_a_non_module_naming_the_argument(bad, argument):
+    nets = {"online": _net(), "target": _net(), argument: bad}
+    with pytest.raises(TypeError, match=f"^{argument} must be a torch.nn.Module"):
+        UVU(nets["online"], nets["target"], gamma=0.9)
+
+
+def test_rnd_rejects_a_non_module_naming_the_argument():
+    with pytest.raises(TypeError, match="^predictor must be a torch.nn.Module.*got function"):
+        RND(lambda s, a, z: s, _net())
+
+
+@pytest.mark.parametrize("bad_value", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("argument", ["states", "tasks"])
+def test_uncertainty_rejects_non_finite_inputs_naming_the_argument(argument, bad_value):
+    torch.manual_seed(0)
+    uvu = UVU(_net(), _net(), gamma=0.9)
+    states, actions, tasks = _query()
+    inputs = {"states": states, "actions": actions, "tasks": tasks}
+    inputs[argument][2, 1] = bad_value
+    with pytest.raises(ValueError, match=f"^{argument} holds 1 non-finite value"):
+        uvu.uncertainty(**inputs)
+    # the bonus is built on the uncertainty and refuses the same input
+    with pytest.raises(ValueError, match=f"^{argument} holds 1 non-finite value"):
+        uvu.bonus(**inputs, scale=1.0)
+
+
+def test_uncertainty_rejects_non_finite_continuous_actions():
+    torch.manual_seed(0)
+    uvu = UVU(UniversalMLP(4, 3, action_dim=2, hidden=(8,)), UniversalMLP(4, 3, action_dim=2, hidden=(8,)), gamma=0.9)
+    states, _, tasks = _query()
+    actions = torch.zeros(5, 2)
+    actions[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="^actions holds 1 non-finite value"):
+        uvu.uncertainty(states, actions, tasks)
+    actions[0, 0] = 0.0
+    assert torch.isfinite(uvu.uncertainty(states, actions, tasks)).all()
+
+
+def test_uncertainty_rejects_a_non_tensor_naming_the_argument():
+    torch.manual_seed(0)
+    uvu = UVU(_net(), _net(), gamma=0.9)
+    states, actions, tasks = _query()
+    with pytest.raises(TypeError, match="^tasks must be a torch.Tensor, got list"):
+        uvu.uncertainty(states, actions, tasks.tolist())
+
+
+def test_finite_input_still_gives_the_squared_error():
+    torch.manual_seed(0)
+    u, g = _net(), _net()
+    uvu = UVU(u, g, gamma=0.9)
+    states, actions, tasks = _query()
+    # ε² = (u - g)², averaged over the 2 heads
+    expected = ((u(states, actions, tasks) - g(states, actions, tasks)) ** 2).mean(1)
+    torch.testing.assert_close(uvu.uncertainty(states, actions, tasks), expected)
