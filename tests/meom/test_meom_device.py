@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
 
+from iclr26 import cli as iclr26_cli
 from iclr26.common.config import ConfigError
 from iclr26.common.experiment import RunContext
 from iclr26.common.seeding import torch_generator
@@ -16,6 +18,14 @@ from iclr26.meom import experiment
 from iclr26.meom.data import load_corrupted_digits
 from iclr26.meom.experiment import MEOMConfig, run
 from iclr26.meom.losses import meom_loss, sample_temporal_masks
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """``run``/``_outcome`` register figures with the context; without the runner nobody saves and closes them."""
+    yield
+    plt.close("all")
+
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour of a machine without CUDA")
 
@@ -29,10 +39,6 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, list):
         return {k: v for i, sub in enumerate(value) for k, v in _flat(sub, f"{prefix}{i}.").items()}
     return {prefix.rstrip("."): value.item() if isinstance(value, np.generic) else value}
-
-
-def _timeless(metrics: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in _flat(metrics).items() if "time" not in k}
 
 
 class _TrainingStarted(Exception):
@@ -67,6 +73,16 @@ def test_cli_rejects_cuda_without_writing_a_record(cli, tmp_path):
     assert not list(tmp_path.rglob("result.json"))
 
 
+@no_cuda
+def test_gpu_scale_exits_2_with_a_clear_message_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert iclr26_cli.main(["run", "meom", "--scale", "gpu", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "config field 'device'" in err and "'cuda' requested but CUDA is not available" in err
+    assert "--set device=cpu" in err
+    assert not (out / "meom").exists()
+
+
 def test_unknown_device_name_is_rejected(tmp_path):
     config = dataclasses.replace(MEOMConfig.preset("smoke"), device="tpu")
     with pytest.raises(ConfigError, match="'device'"):
@@ -97,7 +113,7 @@ def test_explicit_cpu_and_auto_give_the_default_metrics(mask_mode, tmp_path):
         config = base if name == "default" else dataclasses.replace(base, device=name)
         (tmp_path / name).mkdir()
         out = run(config, RunContext(out_dir=tmp_path / name, seed=0, quiet=True))
-        metrics[name] = _timeless(out.metrics)
+        metrics[name] = _flat(out.metrics)  # times are timings, not metrics
     # continuous metrics are among those compared, so a changed training path cannot hide behind equal accuracies
     assert "arms.meom.final_train_loss_mean" in metrics["default"]
     assert "arms.twd.var_logits_mean" in metrics["default"]

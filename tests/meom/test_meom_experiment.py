@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
@@ -22,6 +23,13 @@ from iclr26.meom.experiment import (
     train_student,
     train_teacher,
 )
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """``run``/``_outcome`` register figures with the context; without the runner nobody saves and closes them."""
+    yield
+    plt.close("all")
 
 
 @pytest.mark.parametrize(
@@ -137,17 +145,24 @@ def _fake(acc_by_t: list[float], var_logits: float = 0.1) -> ArmResult:
 
 def test_verdict_requires_a_gain_at_every_timestep(tmp_path):
     cfg = MEOMConfig(timesteps=3, n_seeds=2, arms=("twd", "meom"))
-    ctx = RunContext(out_dir=tmp_path, seed=0, quiet=True)
+
+    def ctx() -> RunContext:
+        # one context per outcome: a run registers each plot name once
+        return RunContext(out_dir=tmp_path, seed=0, quiet=True)
+
     twd = [_fake([0.80, 0.85, 0.86]), _fake([0.81, 0.84, 0.87])]
     better = [_fake([0.81, 0.86, 0.87]), _fake([0.82, 0.85, 0.88])]  # +1 pp everywhere
-    out = _outcome(cfg, ctx, {"twd": twd, "meom": better}, [0.9, 0.9], cpu_time_s=1.0)
+    out = _outcome(cfg, ctx(), {"twd": twd, "meom": better}, [0.9, 0.9], cpu_time_s=1.0)
     assert out.claim_held is True
     np.testing.assert_allclose(out.evidence["meom_minus_twd_mean_pp_by_t"], [1.0, 1.0, 1.0], atol=1e-9)
     worse_at_t2 = [_fake([0.81, 0.84, 0.87]), _fake([0.82, 0.83, 0.88])]  # -1 pp at t = 2
-    out = _outcome(cfg, ctx, {"twd": twd, "meom": worse_at_t2}, [0.9, 0.9], cpu_time_s=1.0)
+    out = _outcome(cfg, ctx(), {"twd": twd, "meom": worse_at_t2}, [0.9, 0.9], cpu_time_s=1.0)
     assert out.claim_held is False
     strict = dataclasses.replace(cfg, claim_tolerance=1.5)  # +1 pp does not clear a 1.5 pp bar
-    assert _outcome(strict, ctx, {"twd": twd, "meom": better}, [0.9, 0.9], cpu_time_s=1.0).claim_held is False
+    out = _outcome(strict, ctx(), {"twd": twd, "meom": better}, [0.9, 0.9], cpu_time_s=1.0)
+    assert out.claim_held is False
+    assert out.evidence["thresholds"]["claim_tolerance"]["value"] == 1.5
+    assert out.timings == {"cpu_time_s": 1.0} and "cpu_time_s" not in out.metrics
 
 
 def test_secondary_checks_are_computed_from_the_arms(tmp_path):
@@ -211,7 +226,14 @@ def test_smoke_run_through_cli(smoke):
     assert len(record["evidence"]["meom_minus_twd_mean_pp_by_t"]) == t
     assert len(metrics["arms"]["meom"]["truncated_acc_mean"]) == t
     gains = np.array(record["evidence"]["meom_minus_twd_mean_pp_by_t"])
-    assert record["claim_held"] == bool(np.all(gains > record["evidence"]["tolerance_pp"]))
+    tolerance = record["evidence"]["thresholds"]["claim_tolerance"]
+    assert tolerance["value"] == 0.0 and "strictly better" in tolerance["source"]
+    assert record["claim_held"] == bool(np.all(gains > tolerance["value"]))
     assert record["evidence"]["meom_gain_significant_by_t"] == [False] * t  # one seed: never significant
-    assert metrics["cpu_time_s"] > 0
+    # one seed: the summary says significance cannot be tested instead of printing "0/3 significant"
+    assert "significance not testable with 1 seed" in record["measurement"] and "0/3" not in record["measurement"]
+    # the CPU time is a timing, kept out of the metrics and the evidence
+    assert record["timings"]["cpu_time_s"] > 0
+    assert "cpu_time_s" not in metrics and "cpu_time_s" not in record["evidence"]
+    assert record["units"] == ["teacher-seed0", "student-twd-seed0", "student-meom-seed0"]
     assert set(record["plots"]) == {"accuracy_vs_timestep.png", "meom_minus_twd.png"}

@@ -266,3 +266,62 @@ def test_meom_shape_errors():
         meom_loss(STUDENT, FEATS, HEAD, torch.zeros(7, dtype=torch.long))
     with pytest.raises(ValueError, match="perspective_logits"):
         tmpd_loss(STUDENT, torch.randn(4, 8, 3))
+
+
+def _with(x: torch.Tensor, index: tuple[int, ...], value: float) -> torch.Tensor:
+    """A copy of ``x`` with one element replaced."""
+    y = x.clone()
+    y[index] = value
+    return y
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_meom_rejects_non_finite_inputs_naming_the_argument(bad):
+    with pytest.raises(ValueError, match=r"^student_logits_per_t: holds 1 non-finite value"):
+        meom_loss(_with(STUDENT, (1, 2, 3), bad), FEATS, HEAD, TARGETS)
+    with pytest.raises(ValueError, match=r"^teacher_features: holds 1 non-finite value"):
+        meom_loss(STUDENT, _with(FEATS, (0, 1, 0, 1), bad), HEAD, TARGETS)
+    with pytest.raises(ValueError, match=r"^masks: holds 1 non-finite value"):
+        meom_loss(STUDENT, FEATS, HEAD, TARGETS, masks=_with(torch.ones(4, 6, 2, 2), (2, 0, 0, 0), bad))
+    # the TWD baseline and the separate terms refuse the same input
+    with pytest.raises(ValueError, match=r"^teacher_logits: holds 1 non-finite value"):
+        twd_loss(STUDENT, _with(torch.randn(8, 10), (0, 0), bad), TARGETS)
+    with pytest.raises(ValueError, match=r"^perspective_logits: holds 1 non-finite value"):
+        tmpd_loss(STUDENT, _with(torch.randn(4, 8, 10), (0, 0, 0), bad))
+    with pytest.raises(ValueError, match=r"^student_logits_per_t: holds 1 non-finite value"):
+        tpd_loss(_with(STUDENT, (0, 0, 0), bad))
+
+
+def test_meom_rejects_a_teacher_head_that_returns_non_finite_logits():
+    broken = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(24, 10))
+    with torch.no_grad():
+        broken[1].bias[3] = float("nan")
+    with pytest.raises(ValueError, match=r"^teacher_head: produced NaN or inf logits"):
+        meom_loss(STUDENT, FEATS, broken, TARGETS)
+
+
+@pytest.mark.parametrize(
+    ("targets", "pattern"),
+    [
+        (
+            torch.full((8,), 10),
+            r"^targets: class indices must lie in \[0, 10\) \(C = 10 logits\), got range \[10, 10\]",
+        ),
+        (torch.tensor([0, 1, 2, -1, 4, 5, 6, 7]), r"^targets: class indices must lie in \[0, 10\).*\[-1, 7\]"),
+        (torch.zeros(8), r"^targets: expected integer class indices, got dtype torch.float32"),
+        (torch.zeros(8, dtype=torch.bool), r"^targets: expected integer class indices"),
+    ],
+)
+def test_meom_rejects_targets_out_of_range_naming_the_argument(targets, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        meom_loss(STUDENT, FEATS, HEAD, targets)
+    with pytest.raises(ValueError, match=pattern):
+        per_timestep_ce(STUDENT, targets)
+    with pytest.raises(ValueError, match=pattern):
+        twd_loss(STUDENT, torch.randn(8, 10), targets)
+
+
+def test_meom_accepts_the_largest_class_index():
+    # C - 1 = 9 is a valid class: the range check is [0, C), not [0, C - 1)
+    out = meom_loss(STUDENT, FEATS, HEAD, torch.full((8,), 9), generator=torch.Generator().manual_seed(0))
+    assert torch.isfinite(out.total)

@@ -44,10 +44,35 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
+def _check_finite(name: str, x: Tensor) -> None:
+    """Raise a ValueError naming ``name`` if the tensor ``x`` holds NaN or inf."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
+    if x.is_floating_point() and not torch.isfinite(x).all():
+        bad = int((~torch.isfinite(x)).sum())
+        raise ValueError(f"{name}: holds {bad} non-finite value(s) (NaN or inf); the loss is undefined there")
+
+
 def _check_logits_per_t(name: str, logits: Tensor) -> tuple[int, int, int]:
+    _check_finite(name, logits)
     if logits.dim() != 3:
         raise ValueError(f"{name}: expected per-timestep logits of shape (T, B, C), got {tuple(logits.shape)}")
     return tuple(logits.shape)  # type: ignore[return-value]
+
+
+def _check_targets(targets: Tensor, batch: int, num_classes: int) -> None:
+    """Class indices: integers of shape (B,) in [0, C)."""
+    if not isinstance(targets, Tensor):
+        raise TypeError(f"targets: expected a torch.Tensor of class indices, got {type(targets).__name__}")
+    if targets.shape != (batch,):
+        raise ValueError(f"targets: expected class indices of shape ({batch},), got {tuple(targets.shape)}")
+    if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
+        raise ValueError(f"targets: expected integer class indices, got dtype {targets.dtype}")
+    if batch and (int(targets.min()) < 0 or int(targets.max()) >= num_classes):
+        raise ValueError(
+            f"targets: class indices must lie in [0, {num_classes}) (C = {num_classes} logits), got range "
+            f"[{int(targets.min())}, {int(targets.max())}]"
+        )
 
 
 def _check_tau(tau: float) -> None:
@@ -66,11 +91,11 @@ def per_timestep_ce(student_logits_per_t: Tensor, targets: Tensor) -> Tensor:
         A scalar tensor.
 
     Raises:
-        ValueError: for logits that are not (T, B, C) or targets that are not (B,).
+        ValueError: for logits that are not (T, B, C) or hold NaN/inf, or targets that are not (B,) integer class
+            indices in [0, C).
     """
     t, b, c = _check_logits_per_t("student_logits_per_t", student_logits_per_t)
-    if targets.shape != (b,):
-        raise ValueError(f"targets: expected class indices of shape ({b},), got {tuple(targets.shape)}")
+    _check_targets(targets, b, c)
     # (1/T) sum_t mean_b CE(z^S_t[b], y[b]) = mean over all (t, b) pairs, as every timestep has B samples
     return F.cross_entropy(student_logits_per_t.reshape(t * b, c), targets.repeat(t))
 
@@ -92,9 +117,11 @@ def kd_kl(student_logits: Tensor, teacher_logits: Tensor, *, tau: float = 3.0) -
 
     Raises:
         ValueError: if the class counts (last axes) differ or ``teacher_logits`` does not broadcast to
-            ``student_logits``, or ``tau`` is not positive.
+            ``student_logits``, either holds NaN/inf, or ``tau`` is not positive.
     """
     _check_tau(tau)
+    _check_finite("student_logits", student_logits)
+    _check_finite("teacher_logits", teacher_logits)
     if teacher_logits.shape[-1:] != student_logits.shape[-1:]:
         raise ValueError(
             f"teacher_logits: class count {tuple(teacher_logits.shape)[-1:]} differs from the student's "
@@ -193,11 +220,13 @@ def multi_perspective_teacher_logits(
         z^, shape (T, B, C).
 
     Raises:
-        ValueError: for a mask shape that is neither (T, *F) nor (T, B, *F), ``lam`` outside [0, 1], or
-            ``teacher_logits`` whose batch size differs from the features'.
+        ValueError: for a mask shape that is neither (T, *F) nor (T, B, *F), ``lam`` outside [0, 1],
+            ``teacher_logits`` whose batch size differs from the features', or NaN/inf in features or masks.
     """
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lam: the mixing weight lambda must lie in [0, 1], got {lam}")
+    _check_finite("teacher_features", teacher_features)
+    _check_finite("masks", masks)
     b, feat = teacher_features.shape[0], tuple(teacher_features.shape[1:])
     if masks.dim() >= 1 and tuple(masks.shape[1:]) == feat:
         per_t = masks.unsqueeze(1)  # (T, 1, *F)
@@ -233,9 +262,10 @@ def tmpd_loss(student_logits_per_t: Tensor, perspective_logits: Tensor, *, tau: 
         A scalar tensor.
 
     Raises:
-        ValueError: if the two shapes differ.
+        ValueError: if the two shapes differ or either holds NaN/inf.
     """
     _check_logits_per_t("student_logits_per_t", student_logits_per_t)
+    _check_finite("perspective_logits", perspective_logits)
     if perspective_logits.shape != student_logits_per_t.shape:
         raise ValueError(
             f"perspective_logits: expected the student's shape {tuple(student_logits_per_t.shape)} "
@@ -408,15 +438,19 @@ def meom_loss(
         :class:`MEOMLoss`.
 
     Raises:
-        ValueError: for mismatched shapes or class counts, masks of the wrong shape, T < 2 with ``w_tpd`` > 0, or
-            an out-of-range hyperparameter; each message names the argument.
+        ValueError: for mismatched shapes or class counts, NaN/inf in the student logits, teacher features, masks
+            or the teacher head's logits, targets outside [0, C), masks of the wrong shape, T < 2 with
+            ``w_tpd`` > 0, or an out-of-range hyperparameter; each message names the argument.
+        TypeError: for a tensor argument that is not a tensor.
     """
     t, b, c = _check_logits_per_t("student_logits_per_t", student_logits_per_t)
+    _check_finite("teacher_features", teacher_features)
     if teacher_features.dim() < 2 or teacher_features.shape[0] != b:
         raise ValueError(
             f"teacher_features: expected shape (B, ...) with B={b} (the student's batch), "
             f"got {tuple(teacher_features.shape)}"
         )
+    _check_targets(targets, b, c)
     for name, w in (("w_ce", w_ce), ("w_tmpd", w_tmpd), ("w_tpd", w_tpd)):
         if w < 0:
             raise ValueError(f"{name}: loss weights must be non-negative, got {w}")
@@ -429,8 +463,10 @@ def meom_loss(
             t, tuple(teacher_features.shape[1:]), keep_prob=keep_prob, generator=generator,
             dtype=teacher_features.dtype, device=teacher_features.device,
         )  # fmt: skip
-    elif masks.dim() < 2 or masks.shape[0] != t:
-        raise ValueError(f"masks: expected one mask per timestep (T={t} along axis 0), got {tuple(masks.shape)}")
+    else:
+        _check_finite("masks", masks)
+        if masks.dim() < 2 or masks.shape[0] != t:
+            raise ValueError(f"masks: expected one mask per timestep (T={t} along axis 0), got {tuple(masks.shape)}")
     with torch.no_grad():
         teacher_logits = teacher_head(teacher_features.detach())  # (B, C)
         if teacher_logits.shape != (b, c):
@@ -438,6 +474,8 @@ def meom_loss(
                 f"teacher_head: produced logits of shape {tuple(teacher_logits.shape)}, expected ({b}, {c}) "
                 f"to match the student's class count C={c}"
             )
+        if not torch.isfinite(teacher_logits).all():
+            raise ValueError("teacher_head: produced NaN or inf logits from finite features; check the teacher")
         perspective = multi_perspective_teacher_logits(
             teacher_features.detach(), teacher_head, masks, lam=lam, teacher_logits=teacher_logits
         )  # (T, B, C)
