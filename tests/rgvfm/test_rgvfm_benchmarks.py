@@ -123,22 +123,33 @@ def test_load_sphere_points_from_latlon_csv_and_npy(tmp_path):
     torch.testing.assert_close(
         torch.rad2deg(torch.asin(x[:, 2])).double(), torch.from_numpy(latlon[:, 0]), atol=1e-3, rtol=0
     )
+    # (N, 3) rows 1e-4 off unit norm (within the 1e-3 tolerance) are renormalised
     vecs = rng.normal(size=(25, 3))
+    vecs *= (1 + 1e-4) / np.linalg.norm(vecs, axis=1, keepdims=True)
     np.save(tmp_path / "v.npy", vecs)
     torch.testing.assert_close(load_sphere_points(tmp_path / "v.npy").norm(dim=-1), torch.ones(25))
 
 
-def test_load_sphere_points_errors_name_the_data_field(tmp_path):
-    with pytest.raises(ValueError, match="data: no such file"):
+def test_load_sphere_points_errors_name_the_file_and_the_fix(tmp_path):
+    with pytest.raises(ValueError, match="missing.csv: no such file; pass the path of an .npy"):
         load_sphere_points(tmp_path / "missing.csv")
     bad = tmp_path / "bad.npy"
     np.save(bad, np.zeros((30, 4)))
-    with pytest.raises(ValueError, match=r"data: expected an \(N, 3\) array"):
+    with pytest.raises(ValueError, match=r"bad.npy: expected an \(N, 3\) array of unit vectors .* got shape \(30, 4\)"):
         load_sphere_points(bad)
     lat = tmp_path / "lat.csv"
     np.savetxt(lat, np.full((30, 2), 95.0), delimiter=",")
-    with pytest.raises(ValueError, match="data: latitude must lie in"):
+    with pytest.raises(ValueError, match="lat.csv: in the \\(N, 2\\) layout latitude must lie in"):
         load_sphere_points(lat)
+    # 1.002 x a unit vector is beyond the 1e-3 tolerance; the zero vector has no direction
+    off = tmp_path / "off.npy"
+    np.save(off, np.tile([0.0, 0.0, 1.002], (30, 1)))
+    with pytest.raises(ValueError, match=r"30 of 30 rows are not on the unit sphere S² \(row 0 has norm 1.002"):
+        load_sphere_points(off)
+    zero = tmp_path / "zero.npy"
+    np.save(zero, np.vstack([np.tile([0.0, 0.0, 1.0], (29, 1)), np.zeros((1, 3))]))
+    with pytest.raises(ValueError, match=r"1 of 30 rows are not on the unit sphere S² \(row 29 has norm 0"):
+        load_sphere_points(zero)
 
 
 def test_chunked_metrics_equal_a_direct_computation():
@@ -167,3 +178,18 @@ def test_cell_mass_tv_hand_computed():
     assert math.isclose(cell_mass_tv(one, ref), 13 / 16)
     assert cell_mass_tv(ref, ref) == 0.0
     assert cell_mass_tv(Coverage(coverage=0.0, modes_covered=0, per_cell=[0] * 8), ref) == 1.0
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_coverage_refuses_non_finite_samples(bad):
+    """A diverged sampler's NaN/inf rows used to count as 'outside every cell' (coverage 0) or give NaN."""
+    x = checkerboard(Sphere(2), 20, generator=torch.Generator().manual_seed(0))
+    x[5, 0] = bad
+    with pytest.raises(ValueError, match="x must be finite points of S2, got NaN or inf coordinates"):
+        checkerboard_coverage(Sphere(2), x)
+
+
+def test_coverage_refuses_samples_off_the_manifold():
+    raw = 1.5 * checkerboard(Lorentz(2), 20, generator=torch.Generator().manual_seed(0))  # unprojected
+    with pytest.raises(ValueError, match="x must lie on H2 .* map ambient points onto the manifold with proj"):
+        checkerboard_coverage(Lorentz(2), raw)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from iclr26.rgvfm.manifolds import Euclidean, Lorentz, Sphere
+from iclr26.rgvfm.manifolds import Euclidean, Lorentz, Sphere, point_tolerance
 
 F64 = torch.float64
 
@@ -249,3 +249,93 @@ def test_shape_errors_name_the_argument():
         s.wrapped_normal(3, scale=0.0)
     with pytest.raises(ValueError, match="scale must be >= 0"):
         s.perturb(s.base_point().expand(2, -1), scale=-0.1)
+
+
+# --- points off the manifold are refused, with a tolerance keyed by dtype -------------------------------------------
+
+
+def test_point_tolerance_is_sqrt_eps_of_the_dtype():
+    assert point_tolerance(torch.float64) == math.sqrt(2.0**-52)  # 1.49e-8
+    assert point_tolerance(torch.float32) == math.sqrt(2.0**-23)  # 3.45e-4
+
+
+def test_sphere_check_tests_the_norm_not_only_the_last_coordinate():
+    s = Sphere(2)
+    x = sphere_points(4)
+    assert s.check(x, "x") is x
+    # 1.001 x: ||x|² - 1| = 2.001e-3, beyond the tolerance in both dtypes; the message counts and names the fix
+    for dtype in (F64, torch.float32):
+        with pytest.raises(
+            ValueError, match=r"x must lie on S2 \(\|x\| = 1\): 1 of 4 points violate it by up to 0.002"
+        ):
+            s.check(torch.cat([x[:3], 1.001 * x[3:]]).to(dtype), "x")
+    # (1 + 1e-5) x: ||x|² - 1| = 2e-5, within float32's 3.45e-4 but not float64's 1.49e-8
+    nudged = (1 + 1e-5) * x
+    s.check(nudged.float(), "x")
+    with pytest.raises(ValueError, match="beyond the torch.float64 tolerance 1.5e-08; map ambient points onto"):
+        s.check(nudged, "x")
+    # the old check looked only at the last axis: (1, 1, 0) has the right shape but is off S²
+    with pytest.raises(ValueError, match="x must lie on S2"):
+        s.check(torch.tensor([1.0, 1.0, 0.0]), "x")
+
+
+def test_lorentz_check_tests_the_minkowski_norm_and_the_upper_sheet():
+    h = Lorentz(2)
+    h.check(hyper_points(10), "x")
+    # <x, x>_L = -1 + 1 = 0 for (1, 1, 0): relative violation |0 + 1| / (2 + 1) = 1/3
+    with pytest.raises(
+        ValueError, match=r"x must lie on H2 \(<x, x>_L = -1 and x_0 > 0\): 1 of 1 points violate it by up to 0.333"
+    ):
+        h.check(torch.tensor([1.0, 1.0, 0.0]), "x")
+    # the lower sheet satisfies <x, x>_L = -1 but not x_0 > 0
+    with pytest.raises(ValueError, match="violate it by up to inf"):
+        h.check(-hyper_points(3), "x")
+    # far out, rounding leaves an absolute error ~eps x_0² in <x, x>_L: the relative measure accepts such points
+    # first row: x_0 = x_1 = 1e20 in float32, <x, x>_L = 0 exactly, relative violation 1/(2e40 + 1); its squares
+    # overflow float32, so the check rescales it
+    far32 = torch.cat([torch.tensor([[1e20, 1e20, 0.0]]), h.proj(torch.tensor([[0.0, 3e4, 4e4]]))])
+    assert h.check(far32, "x") is far32
+    with pytest.raises(ValueError, match="must lie on H2"):  # while a 1 % error in x_0 at that distance is refused
+        h.check(far32 * torch.tensor([1.01, 1.0, 1.0]), "x")
+
+
+@pytest.mark.parametrize("name", ["sphere", "lorentz"])
+def test_every_map_refuses_points_off_the_manifold_naming_the_argument(name):
+    manifold, points = POINTS[name]
+    x, y = points(4, 0), points(4, 1)
+    u = unit_tangent(manifold, x)
+    off = x * torch.tensor([1.0, 1.0, 1.1], dtype=F64)  # the last coordinate 10 % off: not a point of either
+    t = torch.full((4, 1), 0.5, dtype=F64)
+    calls = {
+        "x": [
+            lambda: manifold.exp(off, u),
+            lambda: manifold.log(off, y),
+            lambda: manifold.dist(off, y),
+            lambda: manifold.transport(off, y, u),
+            lambda: manifold.proj_tangent(off, u),
+            lambda: manifold.output_to_tangent(off, u),
+            lambda: manifold.perturb(off, scale=0.1),
+            lambda: manifold.to_chart(off),
+        ],
+        "y": [lambda: manifold.log(x, off), lambda: manifold.dist(x, off), lambda: manifold.transport(x, off, u)],
+        "x0": [lambda: manifold.geodesic(off, y, t), lambda: manifold.geodesic_velocity(off, y, t)],
+        "x1": [lambda: manifold.geodesic(x, off, t), lambda: manifold.geodesic_velocity(x, off, t)],
+        "mean": [lambda: manifold.wrapped_normal(3, mean=off[0], dtype=F64)],
+    }
+    for arg, fns in calls.items():
+        for fn in fns:
+            with pytest.raises(ValueError, match=f"^{arg} must lie on {manifold.name}"):
+                fn()
+    # NaN and inf coordinates are named as such
+    for bad in (math.nan, math.inf):
+        with pytest.raises(ValueError, match=f"x must be finite points of {manifold.name}, got NaN or inf"):
+            manifold.exp(torch.cat([x[:3], torch.full((1, 3), bad, dtype=F64)]), u)
+    # proj takes any ambient point (that is its job), and its result passes every check
+    assert manifold.check(manifold.proj(off), "x") is not None
+
+
+def test_euclidean_points_must_be_finite():
+    e = Euclidean(3)
+    e.check(torch.randn(5, 3) * 1e30, "x")  # every finite point lies on Rⁿ
+    with pytest.raises(ValueError, match="x0 must be finite points of R3, got NaN or inf"):
+        e.geodesic(torch.tensor([[0.0, math.nan, 0.0]]), torch.zeros(1, 3), torch.ones(1, 1))

@@ -16,7 +16,9 @@ normals (σ = 0.3) at distance 1.5 from the origin of H². Shapes: ``N`` samples
 
 from __future__ import annotations
 
+import io
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -95,7 +97,7 @@ def vmf_sample(
         raise ValueError(f"vmf_sample is written for S², got {sphere.name}")
     if kappa <= 0:
         raise ValueError(f"kappa must be positive, got {kappa}")
-    mean = sphere.proj(sphere.check(mean, "mean"))
+    mean = sphere.proj(sphere.check_ambient(mean, "mean"))
     if float(mean[-1]) < -1 + 1e-6:
         raise ValueError("mean must not be the south pole (the transport from the north pole is undefined)")
     dtype = mean.dtype
@@ -135,42 +137,98 @@ def wrapped_normal_mixture(lorentz: Lorentz, n: int, *, generator: torch.Generat
     return out
 
 
-def load_sphere_points(path: Path) -> Tensor:
-    """Points on S² from a user file: ``.npy``, or text (``.csv``/``.txt``, comma or whitespace separated).
+UNIT_TOLERANCE = 1e-3
+"""Largest ||x| - 1| accepted for a row of an (N, 3) data file (rows are then renormalised). Fixed before any file
+was read: coordinates written with 4 decimals move |x| by at most 0.5e-4·√3 ≈ 9e-5, while vectors that are not
+directions (raw coordinates, another radius) are off by far more."""
 
-    Two layouts are accepted: (N, 3) unit vectors (rows are normalised), or (N, 2) latitude/longitude in
-    degrees (latitude in [-90, 90], longitude in [-180, 360]), mapped to
-    (cos lat cos lon, cos lat sin lon, sin lat).
+LAYOUTS = "an (N, 3) array of unit vectors or an (N, 2) array of latitude/longitude in degrees"
+
+
+def load_sphere_points(path: Path | str) -> Tensor:
+    """Points on S² from a user file: ``.npy``, or UTF-8 text (any other suffix; comma or whitespace separated,
+    ``#`` comments).
+
+    Two layouts are accepted: (N, 3) unit vectors (each row's norm within :data:`UNIT_TOLERANCE` of 1; rows are
+    renormalised), or (N, 2) latitude/longitude in degrees (latitude in [-90, 90], longitude in [-180, 360]),
+    mapped to (cos lat cos lon, cos lat sin lon, sin lat).
+
+    Args:
+        path: the file.
 
     Returns:
-        (N, 3) float32 tensor.
+        (N, 3) float32 tensor of unit vectors, N ≥ 1.
 
     Raises:
-        ValueError: naming ``data`` when the file is missing, has another shape, non-finite or
-            out-of-range values, or fewer than 20 rows.
+        ValueError: naming the file and the fix when it is missing, a folder, empty, unreadable, not decodable
+            (binary text, a malformed or pickled ``.npy``, non-numbers), of another shape, holds non-finite or
+            out-of-range values or rows that are not unit vectors, or holds no points.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"data: no such file {path}")
-    if path.suffix == ".npy":
-        arr = np.load(path, allow_pickle=False)
-    else:
-        text = path.read_text(encoding="utf-8")
-        delimiter = "," if "," in text else None
-        arr = np.loadtxt(path, delimiter=delimiter, ndmin=2, comments="#")
-    arr = np.asarray(arr, dtype=np.float64)
+    if not path.exists():
+        raise ValueError(f"{path}: no such file; pass the path of an .npy, .csv or .txt file")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; pass one file holding {LAYOUTS}")
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ValueError(f"{path} cannot be read ({err.strerror or err}); check its permissions") from None
+    if not raw:
+        raise ValueError(f"{path} is empty; it must hold {LAYOUTS}")
+    arr = _parse_points(path, raw)
+    if arr.size == 0:
+        raise ValueError(f"{path} holds no points; it must hold {LAYOUTS}")
     if arr.ndim != 2 or arr.shape[1] not in (2, 3):
-        raise ValueError(f"data: expected an (N, 3) array of unit vectors or (N, 2) lat/lon degrees, got {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"data: {path} contains non-finite values")
-    if arr.shape[0] < 20:
-        raise ValueError(f"data: need at least 20 points, got {arr.shape[0]}")
+        raise ValueError(f"{path}: expected {LAYOUTS}, got shape {arr.shape}")
+    finite = np.isfinite(arr).all(axis=1)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        raise ValueError(f"{path}: row {row} holds a non-finite value (NaN or inf); remove or fix that row")
     if arr.shape[1] == 2:
-        lat, lon = np.radians(arr[:, 0]), np.radians(arr[:, 1])
         if np.abs(arr[:, 0]).max() > 90 or arr[:, 1].min() < -180 or arr[:, 1].max() > 360:
-            raise ValueError("data: latitude must lie in [-90, 90] and longitude in [-180, 360] degrees")
-        arr = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=1)
+            raise ValueError(
+                f"{path}: in the (N, 2) layout latitude must lie in [-90, 90] and longitude in [-180, 360] degrees"
+            )
+        lat, lon = np.radians(arr[:, 0]), np.radians(arr[:, 1])
+        return torch.from_numpy(
+            np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=1)
+        ).to(torch.float32)
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    if (norms < 1e-8).any():
-        raise ValueError("data: a row of the (N, 3) layout is the zero vector, which is not a direction")
+    off = np.abs(norms[:, 0] - 1) > UNIT_TOLERANCE
+    if off.any():
+        row = int(np.argmax(off))
+        raise ValueError(
+            f"{path}: {int(off.sum())} of {len(arr)} rows are not on the unit sphere S² (row {row} has norm "
+            f"{float(norms[row, 0]):.6g}; the (N, 3) layout needs ||x| - 1| <= {UNIT_TOLERANCE:g}); normalise "
+            "the rows, or pass latitude/longitude in degrees as an (N, 2) array"
+        )
     return torch.from_numpy(arr / norms).to(torch.float32)
+
+
+def _parse_points(path: Path, raw: bytes) -> np.ndarray:
+    """The numbers of a ``.npy`` or text file as a float64 array (any shape), or a ValueError naming the file."""
+    if path.suffix == ".npy":
+        try:
+            arr = np.load(io.BytesIO(raw), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as err:
+            raise ValueError(
+                f"{path} is not a readable .npy array of numbers ({err}); save it with numpy.save(path, array)"
+            ) from None
+        if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+            raise ValueError(f"{path}: expected an array of real numbers, got dtype {arr.dtype}")
+        return np.asarray(arr, dtype=np.float64)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(
+            f"{path} is not UTF-8 text (a binary file?); save the points as .npy or as comma/space separated text"
+        ) from None
+    delimiter = "," if "," in text else None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
+            return np.loadtxt(io.StringIO(text), delimiter=delimiter, ndmin=2, comments="#", dtype=np.float64)
+    except ValueError as err:
+        raise ValueError(
+            f"{path} does not parse as rows of numbers ({err}); write one point per line, comma or space separated"
+        ) from None

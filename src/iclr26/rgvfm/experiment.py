@@ -14,7 +14,12 @@ What ``iclr26 run rgvfm`` does:
 4. for the two intrinsic models, measures on held-out (x_t, x1) pairs how much of the tangent-space
    error |log μ - log x1|² is curvature (the Jacobi-field gap between the RFM and RG-VFM objectives);
 5. verdict (sphere checkerboard): RG-VFM-M's coverage exceeds RFM's, and the best Euclidean baseline's
-   (CFM or VFM), by more than ``max(min_margin, 2 × standard error of the seed-paired difference)``.
+   (CFM or VFM), by more than ``max(min_margin, se_factor × standard error of the seed-paired difference)``.
+
+Units of work (``iclr26 run rgvfm --resume RUN_DIR``): one per (benchmark, seed, model), keyed
+``<benchmark>-seed<s>-<model>``: the training and evaluation of one model (steps 2-4). Drawing the data is cheap and
+seeded, so it is redone outside the units. Training wall time goes to the record's ``timings``, never into the
+verdict, which rests on the seeded coverages only.
 
 Device: the data are drawn on the CPU (the same points on every device) and the initial weights are made
 there, then both move to ``config.device``; the training and sampling draws (minibatches, x0, t, input
@@ -24,6 +29,7 @@ nothing differs from a run without the option, and on CUDA those draws differ (a
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -34,10 +40,10 @@ import numpy as np
 import torch
 from matplotlib.patches import Circle
 
-from iclr26.common.config import ExperimentConfig, require
+from iclr26.common.config import ConfigError, ExperimentConfig, require, threshold
 from iclr26.common.device import resolve_device
 from iclr26.common.experiment import Experiment, Outcome, RunContext
-from iclr26.common.plots import figure, savefig
+from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
 from iclr26.rgvfm.benchmarks import (
     NUM_SQUARES,
@@ -57,6 +63,8 @@ BENCHMARKS = ("sphere_checkerboard", "hyperboloid_checkerboard", "sphere_vmf_mix
 FILE_BENCHMARK = "sphere_file"
 OFFICIAL_SAMPLES = 30_000 * 1024
 """Training samples seen per model in the official S² runs (3000 epochs of 10,000 points, batch 1024)."""
+HELD_OUT_FRACTION = 0.2
+"""Share of the points of a ``data`` file held out for the metrics (not in the paper; the usual 80/20 split)."""
 PAPER_SPHERE_COVERAGE = {"cfm": 64.97, "vfm": 79.08, "rgvfm_ambient": 83.10, "rfm": 66.83, "rgvfm": 84.21}
 """The paper's S² checkerboard coverage in % (from the notes' table; the notes tag it [unverified])."""
 
@@ -119,7 +127,17 @@ class RGVFMConfig(ExperimentConfig):
     c2st_k: int = field(default=11, metadata={"help": "neighbours of the k-NN C2ST (not in the paper; odd)"})
     min_margin: float = field(
         default=1.0,
-        metadata={"help": "smallest coverage gap in percentage points that counts as 'better' (not in the paper)"},
+        metadata={
+            "help": "smallest coverage gap in percentage points that counts as 'better' (not in the paper; about "
+            "the binomial standard error of one coverage on 2000 samples, sqrt(0.8 x 0.2 / 2000) = 0.9 points)"
+        },
+    )
+    se_factor: float = field(
+        default=2.0,
+        metadata={
+            "help": "the coverage gaps must also exceed this many standard errors of the seed-paired difference "
+            "(not in the paper; the conventional two standard errors, about a one-sided 2.5 % normal test)"
+        },
     )
     device: str = field(
         default="cpu",
@@ -130,8 +148,10 @@ class RGVFMConfig(ExperimentConfig):
     data: Path | None = field(
         default=None,
         metadata={
-            "help": "your own S² data (.npy/.csv/.txt; (N,3) unit vectors or (N,2) lat/lon degrees); adds "
-            "the benchmark sphere_file, 80/20 train/held-out split"
+            "help": "your own S² data: .npy, or text (.csv/.txt, comma or space separated, # comments) holding "
+            "(N,3) unit vectors (|x| within 1e-3 of 1) or (N,2) latitude/longitude in degrees; adds the benchmark "
+            "sphere_file, 80/20 train/held-out split, at least max(20, 5 (c2st_k + 1)) points; read and checked "
+            "when the config is built"
         },
     )
 
@@ -172,9 +192,36 @@ class RGVFMConfig(ExperimentConfig):
             self.c2st_k >= 1 and self.c2st_k % 2 == 1, "c2st_k", f"must be a positive odd integer, got {self.c2st_k}"
         )
         require(self.min_margin >= 0, "min_margin", f"must be >= 0, got {self.min_margin}")
-        require(
-            self.data is None or Path(self.data).is_file(), "data", f"no such file {self.data}; pass a path to a file"
-        )
+        require(self.se_factor >= 0, "se_factor", f"must be >= 0, got {self.se_factor}")
+        if self.data is not None:
+            n = len(read_data(self.data))
+            need = min_data_points(self.c2st_k)
+            require(
+                n >= need,
+                "data",
+                f"{self.data} holds {n} points; the {1 - HELD_OUT_FRACTION:.0%}/{HELD_OUT_FRACTION:.0%} split needs "
+                f"at least {need} (max(20, 5 (c2st_k + 1)), so that the held-out part exceeds c2st_k = "
+                f"{self.c2st_k}): add points or lower c2st_k",
+            )
+
+
+def min_data_points(c2st_k: int) -> int:
+    """Fewest points a ``data`` file may hold: 20, and enough that the held-out 20 % exceeds ``c2st_k`` (the k-NN
+    C2ST pools the held-out points with as many samples and trains on half of them)."""
+    return max(20, math.ceil((c2st_k + 1) / HELD_OUT_FRACTION))
+
+
+def read_data(path: Path) -> torch.Tensor:
+    """The points of the ``data`` file, (N, 3) on S².
+
+    Raises:
+        ConfigError: naming the field ``data`` and the fix when the file cannot be used (see
+            :func:`~iclr26.rgvfm.benchmarks.load_sphere_points`).
+    """
+    try:
+        return load_sphere_points(path)
+    except ValueError as err:
+        raise ConfigError(f"config field 'data': {err}") from None
 
 
 def manifold_of(benchmark: str) -> Manifold:
@@ -198,11 +245,13 @@ class ModelRun:
 
     Attributes:
         samples: generated points projected onto M, (n_eval, 3), on the CPU (for the plots).
-        metrics: the scalar measurements of this run.
+        metrics: the seeded measurements of this run (no timings).
+        train_seconds: wall time of the training loop (a timing: kept out of ``metrics``).
     """
 
     samples: torch.Tensor
     metrics: dict[str, Any]
+    train_seconds: float
 
 
 def jacobi_gap(
@@ -260,7 +309,6 @@ def train_and_evaluate(
     metrics: dict[str, Any] = {
         "train_loss": result.final_loss,
         "loss_trace": result.loss_trace,
-        "train_seconds": result.seconds,
         "dist_to_manifold": float(manifold.distance_to_manifold(raw).mean()),
         "mmd2": geodesic_mmd2(manifold, samples, held_out),
         "c2st": knn_c2st(manifold, held_out, samples, k=config.c2st_k, generator=eval_gen),
@@ -274,7 +322,7 @@ def train_and_evaluate(
         )
     if spec.intrinsic:
         metrics.update(jacobi_gap(flow, manifold, prior(held_out.shape[0], eval_gen), held_out, eval_gen))
-    return ModelRun(samples=samples.cpu(), metrics=metrics)
+    return ModelRun(samples=samples.cpu(), metrics=metrics, train_seconds=result.seconds)
 
 
 def summarise(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
@@ -317,7 +365,7 @@ def verdict(config: RGVFMConfig, results: dict[str, dict[str, Any]]) -> Verdict:
     """Claim check on the sphere checkerboard (module step 5).
 
     Args:
-        config: the run's config (seeds, ``min_margin``).
+        config: the run's config (seeds, ``min_margin``, ``se_factor``).
         results: per benchmark and model, the metrics as summarised by :func:`summarise`.
 
     Returns:
@@ -334,8 +382,8 @@ def verdict(config: RGVFMConfig, results: dict[str, dict[str, Any]]) -> Verdict:
     best_euclid = [max(c, v) for c, v in zip(cov["cfm"], cov["vfm"], strict=True)]
     vs_rfm = paired_gap(cov["rgvfm"], cov["rfm"])
     vs_euclid = paired_gap(cov["rgvfm"], best_euclid)
-    margin_rfm = max(config.min_margin, 2 * vs_rfm["se"])
-    margin_euclid = max(config.min_margin, 2 * vs_euclid["se"])
+    margin_rfm = max(config.min_margin, config.se_factor * vs_rfm["se"])
+    margin_euclid = max(config.min_margin, config.se_factor * vs_euclid["se"])
     held = vs_rfm["mean"] > margin_rfm and vs_euclid["mean"] > margin_euclid
     means = {k: sphere[k]["coverage"]["mean"] for k in sphere}
     secondary: dict[str, Any] = {
@@ -359,10 +407,12 @@ def verdict(config: RGVFMConfig, results: dict[str, dict[str, Any]]) -> Verdict:
         "paper_coverage_pct": PAPER_SPHERE_COVERAGE,
         "seeds": config.seeds,
         "secondary": secondary,
+        "thresholds": {name: threshold(config, name) for name in ("min_margin", "se_factor")},
     }
     order = ", ".join(f"{FLOW_SPECS[k].label.replace('^D', '3')} {means[k]:.1f}" for k in sphere)
     measurement = (
-        f"S² checkerboard coverage % (mean of {config.seeds} seeds): {order}; RG-VFM-M - RFM = "
+        f"S² checkerboard coverage % (mean of {config.seeds} seed{'s' if config.seeds > 1 else ''}): {order}; "
+        "RG-VFM-M - RFM = "
         f"{vs_rfm['mean']:+.1f} (needs > {margin_rfm:.1f}), RG-VFM-M - best of CFM/VFM = "
         f"{vs_euclid['mean']:+.1f} (needs > {margin_euclid:.1f}); paper 84.21 vs 66.83 RFM, 79.08 VFM"
     )
@@ -419,7 +469,7 @@ def plot_samples(ctx: RunContext, benchmark: str, held_out: torch.Tensor, sample
         ax.set_xticks([])
         ax.set_yticks([])
     fig.suptitle(f"{benchmark} ({'Poincaré disk' if isinstance(manifold, Lorentz) else 'projected'})", fontsize=10)
-    savefig(fig, ctx.plot_path(f"samples_{benchmark}.png"))
+    ctx.save_plot(fig, f"samples_{benchmark}.png")
 
 
 def plot_coverage(ctx: RunContext, results: dict[str, dict[str, Any]]) -> None:
@@ -447,30 +497,32 @@ def plot_coverage(ctx: RunContext, results: dict[str, dict[str, Any]]) -> None:
     ax.set_ylabel("coverage (%)")
     ax.set_ylim(0, 100)
     ax.legend(fontsize=7, loc="lower right")
-    savefig(fig, ctx.plot_path("coverage.png"))
+    ctx.save_plot(fig, "coverage.png")
 
 
 def run(config: RGVFMConfig, ctx: RunContext) -> Outcome:
-    """Train and evaluate the five models on every benchmark and seed; check the coverage claim."""
+    """Train and evaluate the five models on every benchmark and seed; check the coverage claim.
+
+    One unit of work per (benchmark, seed, model); the data of a (benchmark, seed) are drawn (or split) outside the
+    units, from their own seeds.
+    """
     device = resolve_device(config.device)  # an unavailable device fails here, before any data or training
     jobs = list(config.benchmarks)
     file_points = None
     if config.data is not None:
-        file_points = load_sphere_points(config.data)
-        # the 20 % held out must be enough for the k-NN C2ST (which pools it with as many samples)
-        need = math.ceil((config.c2st_k + 1) / 0.2)
-        if file_points.shape[0] < need:
-            raise ValueError(f"data: need at least {need} points for c2st_k = {config.c2st_k}, got {len(file_points)}")
+        file_points = read_data(config.data)  # checked when the config was built
         jobs.append(FILE_BENCHMARK)
     results: dict[str, dict[str, Any]] = {}
+    train_seconds: dict[str, dict[str, list[float]]] = {}
     bar = ctx.progress(total=len(jobs) * config.seeds * len(config.models), desc="rgvfm train")
     for benchmark in jobs:
         per_model: dict[str, list[dict[str, Any]]] = {k: [] for k in config.models}
+        train_seconds[benchmark] = {k: [] for k in config.models}
         for s in range(config.seeds):
             seed = derive_seed(config.seed, benchmark, s)
             if file_points is not None and benchmark == FILE_BENCHMARK:
                 perm = torch.randperm(file_points.shape[0], generator=torch_generator(seed))
-                cut = int(0.8 * len(perm))
+                cut = int((1 - HELD_OUT_FRACTION) * len(perm))
                 train, held_out = file_points[perm[:cut]], file_points[perm[cut:]]
             else:
                 train = benchmark_data(benchmark, config.n_train, torch_generator(derive_seed(seed, "train")))
@@ -478,8 +530,12 @@ def run(config: RGVFMConfig, ctx: RunContext) -> Outcome:
             samples = {}
             train_dev, held_out_dev = train.to(device), held_out.to(device)
             for key in config.models:
-                model_run = train_and_evaluate(config, benchmark, key, train_dev, held_out_dev, seed)
+                model_run = ctx.unit(
+                    f"{benchmark}-seed{s}-{key}",
+                    functools.partial(train_and_evaluate, config, benchmark, key, train_dev, held_out_dev, seed),
+                )
                 per_model[key].append(model_run.metrics)
+                train_seconds[benchmark][key].append(model_run.train_seconds)
                 samples[key] = model_run.samples
                 bar.update(1)
                 ctx.log(
@@ -506,6 +562,10 @@ def run(config: RGVFMConfig, ctx: RunContext) -> Outcome:
         evidence=check.evidence,
         measurement=check.measurement,
         notes=notes,
+        timings={
+            "train_seconds": train_seconds,
+            "train_seconds_total": sum(sum(v) for board in train_seconds.values() for v in board.values()),
+        },
     )
 
 

@@ -90,10 +90,11 @@ class FlowMatcher(ABC):
             Scalar loss.
 
         Raises:
-            ValueError: naming ``x0``, ``x1`` or ``t`` when a shape does not match (B, D), (B, D), (B, 1).
+            ValueError: naming ``x0``, ``x1`` or ``t`` when a shape does not match (B, D), (B, D), (B, 1), or
+                ``x0``/``x1`` when a point is not on the path manifold (checked by its geodesic).
         """
-        self.path.check(x0, "x0")
-        self.path.check(x1, "x1")
+        self.path.check_ambient(x0, "x0")
+        self.path.check_ambient(x1, "x1")
         if x0.ndim != 2 or x1.shape != x0.shape:
             raise ValueError(f"x0 and x1 must both be (B, D) batches, got {tuple(x0.shape)} and {tuple(x1.shape)}")
         if t.shape != (x0.shape[0], 1):

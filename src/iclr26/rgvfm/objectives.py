@@ -36,7 +36,7 @@ def _same_shape(manifold: Manifold, **tensors: Tensor) -> None:
     """Check that the named per-sample tensors all have one shape (..., D): a silent broadcast of, say,
     (B, 1, D) against (B, D) would average B² pairs instead of B."""
     for name, tensor in tensors.items():
-        manifold.check(tensor, name)
+        manifold.check_ambient(tensor, name)
     shapes = {name: tuple(tensor.shape) for name, tensor in tensors.items()}
     if len(set(shapes.values())) > 1:
         raise ValueError(f"{', '.join(shapes)} must have the same shape, got {shapes}")
@@ -100,9 +100,12 @@ def rgvfm_loss(manifold: Manifold, mu: Tensor, x1: Tensor) -> Tensor:
         Scalar loss.
 
     Raises:
-        ValueError: naming ``mu`` or ``x1`` if its last axis is not D or the two shapes differ.
+        ValueError: naming ``mu`` or ``x1`` if its last axis is not D, the two shapes differ, or a point is not
+            on ``manifold``.
     """
     _same_shape(manifold, mu=mu, x1=x1)
+    manifold.check(mu, "mu")
+    manifold.check(x1, "x1")
     return manifold.dist(mu, x1).pow(2).mean()
 
 
@@ -119,9 +122,11 @@ def rfm_loss(manifold: Manifold, x: Tensor, v: Tensor, u: Tensor) -> Tensor:
         Scalar loss.
 
     Raises:
-        ValueError: naming ``x``, ``v`` or ``u`` if its last axis is not D or the three shapes differ.
+        ValueError: naming ``x``, ``v`` or ``u`` if its last axis is not D or the three shapes differ, or ``x`` if
+            it is not on ``manifold``.
     """
     _same_shape(manifold, x=x, v=v, u=u)
+    manifold.check(x, "x")
     diff = v - u
     return manifold.inner(x, diff, diff).mean()
 
