@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 import torch
 
-from iclr26.zoprox.experiment import ZOProxConfig, _budget_verdict, _lasso_verdict, _tori_verdict
+from iclr26.zoprox.experiment import ZOProxConfig, _budget_verdict, _lasso_summary, _lasso_verdict, _tori_verdict
 from iclr26.zoprox.metrics import knn_kl
 from iclr26.zoprox.studies import (
     BudgetResult,
@@ -138,6 +138,22 @@ def test_lasso_verdict_ratio_lower_bound_and_interaction():
     # ZOD-PS never reaching the threshold, or the ablation doing better, fails the claim
     v = _lasso_verdict(_lasso([0.5, 0.4, 0.3], [0.9] * 20, [0.2, 0.2, 0.2]), config)
     assert v["zod_iters_to_threshold"] is None and not v["held_fewer_iterations"] and not v["held_interaction"]
+    assert v["iteration_ratio"] is None  # undefined, not 0.0
+
+
+def test_lasso_summary_says_not_reached_instead_of_printing_none():
+    config = ZOProxConfig(lasso_iters=6, rgo_iters=40, rgo_thin=2, kl_window=3)
+    never = _lasso_verdict(_lasso([0.5, 0.4], [0.9] * 2, [0.6, 0.5]), config)
+    assert _lasso_summary(never, config) == (
+        "Gaussian-Lasso: KL<=0.2 not reached in 6 ZOD-PS iterations vs not reached in 40 RGO steps (ratio undefined)"
+    )
+    # ZOD-PS at iteration 20, RGO never in 40 steps: the ratio 40 / 20 = 2 is a lower bound
+    bound = _lasso_verdict(_lasso([0.5, 0.1], [0.9] * 2, [0.6, 0.5]), config)
+    assert _lasso_summary(bound, config).endswith(
+        "after 20 ZOD-PS iterations vs not reached in 40 RGO steps (ratio at least 2.0)"
+    )
+    both = _lasso_verdict(_lasso([0.5, 0.1], [0.9, 0.1], [0.6, 0.5]), config)  # RGO at step 200: 200 / 20 = 10
+    assert _lasso_summary(both, config).endswith("after 20 ZOD-PS iterations vs 200 RGO steps (ratio 10.0)")
 
 
 def test_tori_verdict_averages_the_last_quarter():

@@ -193,3 +193,57 @@ def test_tori_membership_and_masses():
     torch.testing.assert_close(tori.potential(pts), torch.tensor([0.0, 0.0, 0.0, 100.0], dtype=F64))
     assert tori.fractions(pts) == (0.25, 0.5)
     assert tori.t2_mass == pytest.approx(3 / 13)
+
+
+# --- non-finite inputs are refused by name (a diverged sampler's output used to give W2 = 0.0 or NaN) ---------------
+
+
+def _with_bad_row(value: float, n: int = 6, d: int = 2) -> torch.Tensor:
+    x = torch.randn(n, d, dtype=F64, generator=gen(0))
+    x[3, 1] = value
+    return x
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_sample_metrics_refuse_non_finite_points_naming_the_argument(bad):
+    good = torch.randn(8, 2, dtype=F64, generator=gen(1))
+    msg = r"1 of 6 rows hold NaN or inf \(first: row 3\)"
+    for fn in (wasserstein2, knn_kl, lambda a, b: mmd_rbf(a, b, 1.0)):
+        with pytest.raises(ValueError, match=f"^samples: {msg}"):
+            fn(_with_bad_row(bad), good)
+        with pytest.raises(ValueError, match=f"^reference: {msg}"):
+            fn(good, _with_bad_row(bad))
+    with pytest.raises(ValueError, match=f"^samples: {msg}"):
+        mode_fractions(_with_bad_row(bad), torch.zeros(2, 2, dtype=F64))
+    with pytest.raises(ValueError, match="^modes: 1 of 6 rows hold NaN"):
+        mode_fractions(good, _with_bad_row(bad))
+    # NumPy input is checked the same way
+    with pytest.raises(ValueError, match="^samples: 1 of 6 rows"):
+        wasserstein2(_with_bad_row(bad).numpy(), good.numpy())
+
+
+def test_wasserstein2_of_a_nan_sample_used_to_be_zero_and_is_now_refused():
+    # POT's network simplex returns 0 for an all-NaN cost matrix; the check stops it before the solver
+    with pytest.raises(ValueError, match="samples: 2 of 2 rows hold NaN"):
+        wasserstein2(torch.full((2, 1), math.nan, dtype=F64), torch.tensor([[0.0], [1.0]], dtype=F64))
+    with pytest.raises(ValueError, match="reference: dimension 2 differs from the samples' 1"):
+        wasserstein2(torch.zeros(2, 1, dtype=F64), torch.zeros(2, 2, dtype=F64))
+
+
+def test_gaussian_w2_and_mmd_refuse_bad_parameters():
+    eye = torch.eye(2, dtype=F64)
+    zero = torch.zeros(2, dtype=F64)
+    with pytest.raises(ValueError, match="^cov1: holds NaN or inf"):
+        gaussian_w2(zero, eye * math.nan, zero, eye)
+    with pytest.raises(ValueError, match=r"^mean2: expected shape \(2,\)"):
+        gaussian_w2(zero, eye, torch.zeros(3, dtype=F64), eye)
+    x = torch.randn(5, 2, dtype=F64, generator=gen(2))
+    with pytest.raises(ValueError, match="^bandwidth: must be a finite number > 0, got inf"):
+        mmd_rbf(x, x, math.inf)
+
+
+def test_oracle_refuses_non_finite_query_points():
+    oracle = PotentialOracle(lambda x: (x**2).sum(1))
+    with pytest.raises(ValueError, match="^x: query points hold NaN or inf"):
+        oracle(torch.tensor([[0.0, math.nan]], dtype=F64))
+    assert oracle.n_evals == 0  # nothing was counted

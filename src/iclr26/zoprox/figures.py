@@ -3,12 +3,11 @@ and the 2-D scatter of the mixture samples."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 
-from iclr26.common.plots import figure, savefig
+from iclr26.common.plots import figure
 from iclr26.zoprox.studies import BudgetResult, LassoStudy, ToriStudy
 
 LABELS = {
@@ -22,7 +21,7 @@ LABELS = {
 }
 
 
-def plot_lasso(study: LassoStudy, threshold: float, path: Path) -> None:
+def plot_lasso(study: LassoStudy, threshold: float) -> Figure:
     """KL against iterations and against oracle queries for the three samplers of §5.1."""
     fig, axes = figure(2, width=5.2)
     for name, curve in study.curves.items():
@@ -36,10 +35,10 @@ def plot_lasso(study: LassoStudy, threshold: float, path: Path) -> None:
         ax.set_ylabel("k-NN KL to exact samples")
     axes[0][0].set_title("Gaussian–Lasso mixture, d = 5")
     axes[0][0].legend(fontsize=7)
-    savefig(fig, path)
+    return fig
 
 
-def plot_tori(study: ToriStudy, path: Path) -> None:
+def plot_tori(study: ToriStudy) -> Figure:
     """Share of particles in T1/T2 along the run (against iterations and against potential evaluations), and the
     final particles projected on the x-y plane."""
     fig, axes = figure(4, width=4.6)
@@ -62,10 +61,10 @@ def plot_tori(study: ToriStudy, path: Path) -> None:
         ax.set_ylim(-15, 15)
         ax.set_aspect("equal")
         ax.set_title(f"{LABELS[name]}, k = {study.iters[-1]}")
-    savefig(fig, path)
+    return fig
 
 
-def plot_budget(results: dict[str, BudgetResult], axis: str, path: Path) -> None:
+def plot_budget(results: dict[str, BudgetResult], axis: str) -> Figure:
     """W2 of each iterate against oracle queries (``axis="queries"``) or wall-clock (``axis="wall"``)."""
     fig, axes = figure(len(results), width=4.4)
     axes = axes[0] if len(results) > 1 else [axes]
@@ -80,10 +79,10 @@ def plot_budget(results: dict[str, BudgetResult], axis: str, path: Path) -> None
         ax.set_ylabel("W2 to reference (one iterate)")
         ax.set_title(target)
     axes[0].legend(fontsize=7)
-    savefig(fig, path)
+    return fig
 
 
-def plot_scatter(result: BudgetResult, modes: torch.Tensor, path: Path) -> None:
+def plot_scatter(result: BudgetResult, modes: torch.Tensor) -> Figure:
     """2-D scatter (first two coordinates) of every sampler's pooled final samples, with the mode centres."""
     names = list(result.pooled)
     reach = float(modes[:, :2].abs().max()) + 2.5
@@ -96,4 +95,4 @@ def plot_scatter(result: BudgetResult, modes: torch.Tensor, path: Path) -> None:
         ax.set_xlim(-reach, reach)
         ax.set_ylim(-reach, reach)
         ax.set_aspect("equal")
-    savefig(fig, path)
+    return fig

@@ -84,7 +84,7 @@ class PotentialOracle:
             ``(n,)`` potential values, same dtype and device as ``x``.
 
         Raises:
-            ValueError: if ``x`` is not 2-D, or the potential returns the wrong shape, NaN or ±inf.
+            ValueError: if ``x`` is not 2-D or holds NaN/±inf, or the potential returns the wrong shape, NaN or ±inf.
         """
         _check_points(x)
         n = x.shape[0]
@@ -177,6 +177,8 @@ def _check_points(x: torch.Tensor) -> None:
     if not isinstance(x, torch.Tensor) or x.dim() != 2:
         shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x: expected query points as a (n, d) tensor, got {shape}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x: query points hold NaN or inf (the potential is only asked at finite points)")
 
 
 def _to_backend(x: torch.Tensor, backend: Backend) -> Any:
