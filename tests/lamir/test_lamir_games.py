@@ -98,3 +98,33 @@ def test_chance_is_accepted_for_true_model_checks():
 def test_goofspiel_size_is_validated():
     with pytest.raises(ValueError, match="num_cards"):
         load_goofspiel(7)
+
+
+def test_a_game_name_string_is_loaded():
+    # Kuhn poker: 3 cards dealt to 2 players (6 deals), then the betting tree; tabulated from its name alone.
+    by_name = tabulate_game("kuhn_poker", allow_chance=True)
+    by_game = tabulate_game(pyspiel.load_game("kuhn_poker"), allow_chance=True)
+    assert by_name.num_nodes == by_game.num_nodes == 58
+    assert by_name.name == by_game.name == "kuhn_poker()"
+    # with parameters, as pyspiel.load_game reads them: II-Goofspiel 3 with descending points has no chance node
+    tree = tabulate_game("goofspiel(imp_info=True,num_cards=3,points_order=descending,returns_type=win_loss)")
+    assert tree.num_nodes == load_goofspiel(3).num_nodes
+
+
+@pytest.mark.parametrize(
+    ("game", "error", "match"),
+    [
+        ("kuhn_pokr", ValueError, r"game: 'kuhn_pokr' is not an OpenSpiel game \(closest known names: kuhn_poker"),
+        ("no_such_game_at_all", ValueError, r"game: 'no_such_game_at_all' is not an OpenSpiel game; pass"),
+        ("goofspiel(num_cards=x)", ValueError, r"game: pyspiel.load_game\('goofspiel\(num_cards=x\)'\) failed"),
+        (3, TypeError, r"game must be a pyspiel.Game or an OpenSpiel game name .* got int"),
+    ],
+)
+def test_a_game_that_cannot_be_loaded_is_named(game, error, match):
+    with pytest.raises(error, match=match):
+        tabulate_game(game)
+
+
+def test_a_loaded_name_outside_the_scope_still_says_why():
+    with pytest.raises(UnsupportedGameError, match="perfect-information games are outside LAMIR's scope"):
+        tabulate_game("tic_tac_toe")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -215,3 +217,98 @@ def test_settings_are_validated():
         ModelSettings(capacity=2, kappa="cards")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="gamma_start"):
         ModelSettings(capacity=2, gamma_start=10.0, gamma_end=1.0)
+
+
+def _train_tiny(**kwargs):
+    """Five steps on the tiny game from seed 3 (networks initialised from torch's global generator, seeded here)."""
+    torch.manual_seed(3)
+    tree = tiny_tree()
+    return train_lamir(
+        tree,
+        game_features(tree),
+        base_settings=BaseAgentSettings(hidden=16, num_transformations=2, reg_period=2),
+        model_settings=[ModelSettings(capacity=2, hidden=16), ModelSettings(capacity=1, hidden=16)],
+        steps=5,
+        batch=8,
+        epsilon_pg=0.25,
+        epsilon_model=1.0,
+        rng=np.random.default_rng(3),
+        log_every=1,
+        **kwargs,
+    )
+
+
+def _same_tensors(a, b) -> bool:
+    """Nested dicts/lists of tensors and numbers, equal bit for bit."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_tensors(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same_tensors(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, torch.Tensor):
+        return torch.equal(a, b)
+    return a == b
+
+
+def test_training_in_pieces_through_a_pickled_state_equals_one_call():
+    # Steps 0-1, then a pickle round trip of the state (what a resumed run reads back from its unit file), then
+    # steps 2-4 with freshly initialised (differently seeded) networks: everything equals one 5-step call. The
+    # RNaD reference is reloaded at step 2 (reg_period=2), so its state must travel too.
+    whole = _train_tiny()
+    first = _train_tiny(stop=2)
+    assert first.step == 2 and first.curves["policy_loss"] == whole.curves["policy_loss"][:2]
+    saved = pickle.loads(pickle.dumps(first.state()))
+    torch.manual_seed(99)  # the restored networks must not depend on the initialisation they overwrite
+    tree = tiny_tree()
+    rest = train_lamir(
+        tree,
+        game_features(tree),
+        base_settings=BaseAgentSettings(hidden=16, num_transformations=2, reg_period=2),
+        model_settings=[ModelSettings(capacity=2, hidden=16), ModelSettings(capacity=1, hidden=16)],
+        steps=5,
+        batch=8,
+        epsilon_pg=0.25,
+        epsilon_model=1.0,
+        rng=np.random.default_rng(12345),  # its state is replaced by the saved one
+        log_every=1,
+        start=saved,
+    )
+    assert rest.step == 5 and rest.curves == whole.curves
+    assert _same_tensors(rest.state().base, whole.state().base)
+    assert _same_tensors(list(rest.state().models), list(whole.state().models))
+    assert rest.state().rng == whole.state().rng
+
+
+def test_a_state_is_a_copy_that_later_steps_do_not_change():
+    result = _train_tiny(stop=2)
+    state = result.state()
+    before = state.base["policy"]["net.0.weight"].clone()
+    result.base.policy.net[0].weight.data.add_(1.0)
+    assert torch.equal(state.base["policy"]["net.0.weight"], before)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"stop": 6}, r"stop must be in \[0, steps=5\]"), ({"stop": -1}, r"stop must be in \[0, steps=5\]")],
+)
+def test_stop_outside_the_run_is_rejected(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _train_tiny(**kwargs)
+
+
+def test_a_start_with_other_models_is_rejected():
+    state = _train_tiny(stop=1).state()
+    torch.manual_seed(3)
+    tree = tiny_tree()
+    with pytest.raises(ValueError, match="start holds 2 models but model_settings gives 1"):
+        train_lamir(
+            tree,
+            game_features(tree),
+            base_settings=BaseAgentSettings(hidden=16, num_transformations=2, reg_period=2),
+            model_settings=[ModelSettings(capacity=2, hidden=16)],
+            steps=5,
+            batch=8,
+            epsilon_pg=0.25,
+            epsilon_model=1.0,
+            rng=np.random.default_rng(3),
+            start=state,
+        )

@@ -6,6 +6,7 @@ import pytest
 
 pytest.importorskip("pyspiel")
 
+from iclr26 import cli  # noqa: E402
 from iclr26.common.config import ConfigError  # noqa: E402
 from iclr26.lamir.experiment import LamirConfig  # noqa: E402
 
@@ -28,12 +29,30 @@ def test_smoke_run_writes_a_complete_record(smoke):
     assert len(curve) >= 2 and curve[0][1] != curve[-1][1]
     assert isinstance(record["claim_held"], bool)
     assert record["evidence"]["one_to_one_size"] == metrics["game"]["max_infosets_per_public_state"]
+    # Units of work: 40 smoke steps in pieces of unit_steps=20, then the evaluations.
+    assert record["units"] == ["train-0-20", "train-20-40", "eval-true-model", "eval-exact", "eval-L1", "eval-poker"]
+    # CPU times are timings, never metrics or evidence; every verdict threshold carries its source.
+    assert set(record["timings"]) == {"train_cpu_s", "total_cpu_s"}
+    assert not any("cpu" in key for key in [*metrics, *record["evidence"]])
+    thresholds = record["evidence"]["thresholds"]
+    assert {k: v["value"] for k, v in thresholds.items()} == {"exactness_tolerance": 0.05, "min_score_vs_base": 0.5}
+    assert "fixed before" in thresholds["exactness_tolerance"]["source"]
+    assert "50%" in thresholds["min_score_vs_base"]["source"]
+    assert "None" not in record["measurement"]
 
 
-def test_bad_override_names_the_field(cli):
-    proc = cli("run", "lamir", "--scale", "smoke", "--set", "limited_capacity=3")
-    assert proc.returncode != 0
-    assert "limited_capacity" in proc.stderr
+def test_help_config_says_the_reproduction_is_cpu_bound(capsys):
+    assert cli.main(["run", "lamir", "--help-config"]) == 0
+    out = capsys.readouterr().out
+    assert "runs on the CPU at every scale: tabulated games" in out
+    assert "unit_steps" in out and "min_score_vs_base" in out
+
+
+def test_bad_override_names_the_field_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["run", "lamir", "--scale", "smoke", "--set", "limited_capacity=3", "--out", str(out)]) == 2
+    assert "limited_capacity" in capsys.readouterr().err
+    assert not (out / "lamir").exists()
 
 
 @pytest.mark.parametrize(

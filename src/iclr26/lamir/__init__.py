@@ -4,7 +4,8 @@ arXiv 2510.05048, OpenReview NnBbr4hI8a).
 Drop-in components (OpenSpiel idiom; needs the ``games`` extra, ``open-spiel``):
 
 * :func:`tabulate_game` / :class:`GameTree` — an OpenSpiel two-player zero-sum imperfect-information game as arrays;
-* :func:`train_lamir` — the base agent (NeuRD/RNaD, policy transformations) and LAMIR's learned abstract models;
+* :func:`train_lamir` — the base agent (NeuRD/RNaD, policy transformations) and LAMIR's learned abstract models
+  (stoppable and continuable through a picklable :class:`TrainingState`);
 * :class:`LearnedModel` / :class:`TrueModel` + :class:`ContinualResolver` / :func:`resolve_all` — test-time
   continual resolving with CFR+ on the merged, depth-limited subgame;
 * :class:`LamirBot` — LAMIR as a ``pyspiel.Bot``.
@@ -24,7 +25,7 @@ from iclr26.lamir.learners import AbstractModelLearner, BaseAgentLearner, BaseAg
 from iclr26.lamir.networks import AbstractModel
 from iclr26.lamir.search import ContinualResolver, LearnedModel, TrueModel, resolve_all, transformed_values
 from iclr26.lamir.subgame import SubgameBuilder, solve_cfr_plus
-from iclr26.lamir.training import TrainingResult, train_lamir
+from iclr26.lamir.training import TrainingResult, TrainingState, train_lamir
 
 __all__ = [
     "AbstractModel",
@@ -40,6 +41,7 @@ __all__ = [
     "ResolveCache",
     "SubgameBuilder",
     "TrainingResult",
+    "TrainingState",
     "TrueModel",
     "UnsupportedGameError",
     "game_features",

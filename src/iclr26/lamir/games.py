@@ -21,6 +21,7 @@ public-tensor width, ``H`` the most decision steps in one episode.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -171,11 +172,44 @@ def check_lamir_scope(game: Any) -> None:
         raise UnsupportedGameError(f"game {name}: LAMIR needs information_state_tensor, which it does not provide")
 
 
+def load_game(game: Any) -> Any:
+    """``game`` as a ``pyspiel.Game``: a game is returned as it is, a string is loaded with ``pyspiel.load_game``
+    (a short name such as ``"kuhn_poker"``, or with parameters, ``"goofspiel(num_cards=4,imp_info=True)"``).
+
+    Raises:
+        ValueError: for a name OpenSpiel does not know (with the closest known names) or parameters it rejects.
+        TypeError: if ``game`` is neither a ``pyspiel.Game`` nor a string.
+    """
+    import pyspiel
+
+    if isinstance(game, pyspiel.Game):
+        return game
+    if not isinstance(game, str):
+        raise TypeError(
+            f"game must be a pyspiel.Game or an OpenSpiel game name such as 'kuhn_poker', got {type(game).__name__}"
+        )
+    short = game.split("(", 1)[0].strip()
+    known = pyspiel.registered_names()
+    if short not in known:
+        close = difflib.get_close_matches(short, known, n=3)
+        hint = f" (closest known names: {', '.join(close)})" if close else ""
+        raise ValueError(
+            f"game: {game!r} is not an OpenSpiel game{hint}; pass a pyspiel.Game or a name pyspiel.load_game "
+            "accepts, e.g. 'kuhn_poker' or 'goofspiel(imp_info=True,points_order=descending)'"
+        )
+    try:
+        return pyspiel.load_game(game)
+    except pyspiel.SpielError as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ValueError(f"game: pyspiel.load_game({game!r}) failed: {reason}") from None
+
+
 def tabulate_game(game: Any, *, allow_chance: bool = False, max_nodes: int = 2_000_000) -> GameTree:
     """Enumerate an OpenSpiel game into a :class:`GameTree`.
 
     Args:
-        game: a ``pyspiel.Game``.
+        game: a ``pyspiel.Game``, or a game name string that ``pyspiel.load_game`` accepts (loaded here, see
+            :func:`load_game`).
         allow_chance: accept chance nodes (for exact true-model checks such as Kuhn poker); LAMIR's learned model
             needs ``False``.
         max_nodes: refuse games larger than this.
@@ -183,7 +217,10 @@ def tabulate_game(game: Any, *, allow_chance: bool = False, max_nodes: int = 2_0
     Raises:
         UnsupportedGameError: if the game is outside LAMIR's scope, has chance nodes while ``allow_chance`` is
             false, or has more than ``max_nodes`` nodes.
+        ValueError: if ``game`` is a name OpenSpiel cannot load.
+        TypeError: if ``game`` is neither a ``pyspiel.Game`` nor a string.
     """
+    game = load_game(game)
     check_lamir_scope(game)
     turn_based = game.get_type().dynamics != game.get_type().dynamics.SIMULTANEOUS
     tree = tabulate(

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -165,6 +166,31 @@ class BaseAgentLearner:
         )
         self.tau_optimizer = torch.optim.Adam(self.transformations.parameters(), lr=settings.lr)
         self.steps = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything that training changes, as copied tensors and numbers (picklable; no live objects): the
+        networks π_θ, critic, τ_θ and RNaD's reference policy, both optimisers' moments, and the step counter."""
+        return copy.deepcopy(
+            {
+                "policy": self.policy.state_dict(),
+                "critic": self.critic.state_dict(),
+                "transformations": self.transformations.state_dict(),
+                "reference": self.reference.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "tau_optimizer": self.tau_optimizer.state_dict(),
+                "steps": self.steps,
+            }
+        )
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned; training then continues exactly as if never interrupted."""
+        self.policy.load_state_dict(state["policy"])
+        self.critic.load_state_dict(state["critic"])
+        self.transformations.load_state_dict(state["transformations"])
+        self.reference.load_state_dict(state["reference"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.tau_optimizer.load_state_dict(state["tau_optimizer"])
+        self.steps = int(state["steps"])
 
     @torch.no_grad()
     def policy_tables(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -315,6 +341,15 @@ class AbstractModelLearner:
             )
         )
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=settings.lr)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The model's parameters and its optimiser's moments, as copied tensors (picklable; no live objects)."""
+        return copy.deepcopy({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()})
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned; training then continues exactly as if never interrupted."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
 
     @torch.no_grad()
     def abstraction(self, player: int) -> np.ndarray:
