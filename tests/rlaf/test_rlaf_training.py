@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from iclr26 import cli
 from iclr26.rlaf.cnf import CNF
 from iclr26.rlaf.generators import random_3sat
 from iclr26.rlaf.graph import build_graph
@@ -131,12 +132,37 @@ def test_smoke_run_through_the_cli(smoke):
     assert set(record["plots"]) == {"cost_distributions.png", "training.png", "ratios.png"}
     history = record["metrics"]["training"]["3sat"]["seed0"]
     assert len(history["sampled_cost"]) == 2 and len(history["val_decisions"]) == 3
+    # units of work: the data, the unguided solvers per set, then per seed GRPO, the baseline and the evaluations
+    sets_solvers = [f"{n}-{s}" for n in (20, 30) for s in ("cdcl", "ergo", "glucose4")]
+    assert record["units"] == [
+        "data-3sat",
+        *(f"unguided-3sat-{x}" for x in sets_solvers),
+        "grpo-3sat-seed0",
+        "supervised-3sat-seed0",
+        *(f"eval-3sat-seed0-{x}" for x in sets_solvers),
+    ]
+    # wall and GNN times are timings only; the verdict's threshold carries its source
+    cdcl = record["metrics"]["results"]["3sat"]["20"]["cdcl"]
+    assert set(cdcl["rlaf"]) == {"mean", "median", "conflicts", "propagations", "ratio", "unknown"}
+    assert set(record["timings"]["results"]["3sat"]["20"]["cdcl"]["rlaf"]) == {"wall_s", "inference_s"}
+    margin = record["evidence"]["thresholds"]["margin"]
+    assert margin["value"] == 0.05 and "not in the paper" in margin["source"]
+    assert record["evidence"]["threshold"] == pytest.approx(0.95)
 
 
-def test_cli_rejects_a_test_set_without_the_training_size(cli):
-    proc = cli("run", "rlaf", "--scale", "smoke", "--set", "sat_test_vars=30,40", "--quiet")
-    assert proc.returncode != 0
-    assert "sat_test_vars" in proc.stderr and "training size 20" in proc.stderr
+def test_help_config_says_the_reproduction_is_cpu_bound(capsys):
+    assert cli.main(["run", "rlaf", "--help-config"]) == 0
+    out = capsys.readouterr().out
+    assert "runs on the CPU at every scale: the reward is the decision count of a pure-Python CDCL" in out
+    assert "data " in out and "SATLIB" in out
+
+
+def test_cli_rejects_a_test_set_without_the_training_size(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["run", "rlaf", "--scale", "smoke", "--set", "sat_test_vars=30,40", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "sat_test_vars" in err and "training size 20" in err
+    assert not (out / "rlaf").exists()
 
 
 def test_empty_formula_graph_is_rejected():

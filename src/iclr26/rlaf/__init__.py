@@ -9,7 +9,8 @@ Drop-in components:
 
 - :func:`guided_solve` and :class:`RLAFPolicy` (train, ``save``/``load``, ``guidance``);
 - :func:`solve` on the project's :class:`CDCLSolver` (full mechanism) or a PySAT solver, :class:`SolverPool`;
-- :class:`CNF`, :func:`read_dimacs` / :func:`write_dimacs`, the generators :func:`random_3sat`, :func:`coloring_3`;
+- :class:`CNF`, :func:`read_dimacs` / :func:`read_dimacs_folder` / :func:`write_dimacs`, the generators
+  :func:`random_3sat`, :func:`coloring_3`;
 - :class:`GRPOTrainer` (GRPO core in :mod:`iclr26.common.grpo`) and the supervised baseline
   :class:`LiteralPredictor`.
 """
@@ -24,6 +25,8 @@ _EXPORTS = {
     "CDCLSolver": "cdcl",
     "CNF": "cnf",
     "DimacsError": "cnf",
+    "memory_estimate": "cnf",
+    "read_dimacs_folder": "cnf",
     "parse_dimacs": "cnf",
     "read_dimacs": "cnf",
     "to_dimacs": "cnf",
@@ -70,9 +73,11 @@ __all__ = [
     "generate",
     "generate_balanced",
     "guided_solve",
+    "memory_estimate",
     "parse_dimacs",
     "random_3sat",
     "read_dimacs",
+    "read_dimacs_folder",
     "solve",
     "to_dimacs",
     "train_supervised",

@@ -10,12 +10,21 @@ RLAF (Tönshoff & Grohe, ICLR 2026, arXiv 2505.16053). For each problem family (
    keep the best policy (the official code's ``best.pt``; iteration 0 is the unguided-equivalent initial policy).
 3. Train the expert-supervised baseline (backbone prediction for 3-SAT, UNSAT-core prediction for colouring).
 4. Solve every test formula with every solver of ``eval_solvers`` unguided, RLAF-guided (mode) and
-   supervised-guided; record decisions and wall time.
+   supervised-guided; record decisions (and, apart from the measurements, wall time).
 
-Verdict: for every family and test size, the mean over seeds of ``mean decisions (RLAF) / mean decisions
-(unguided)`` on the full-mechanism solver ``cdcl`` must be at most ``1 − margin``. The ratios on the PySAT
-solvers (Ergo: initial activities + phases; Glucose 4: phases only), the supervised baseline's ratios and the
-largest speed-up are reported beside it.
+With ``--set data=DIR`` the test sets are replaced by the user's own formulas: every ``*.cnf`` / ``*.cnf.gz`` file
+under ``DIR`` (DIMACS, SATLIB's ``%`` trailer included), evaluated with every family's trained policies.
+
+Verdict: for every family and test set, the mean over seeds of ``mean decisions (RLAF) / mean decisions
+(unguided)`` on the full-mechanism solver ``cdcl`` must be at most ``1 − margin``. Decisions are counted by the
+solvers and deterministic; wall times go to the record's timings only. The ratios on the PySAT solvers (Ergo:
+initial activities + phases; Glucose 4: phases only), the supervised baseline's ratios and the largest speed-up are
+reported beside it.
+
+Units of work (``iclr26 run rlaf --resume RUN_DIR`` skips the finished ones), per family: ``data-<family>`` (the
+generated sets and the supervised labels), ``unguided-<family>-<set>-<solver>``, then per training seed ``k``:
+``grpo-<family>-seed<k>``, ``supervised-<family>-seed<k>`` and ``eval-<family>-seed<k>-<set>-<solver>``; ``<set>``
+is a test size or ``data``.
 
 Deviations (details in the README): the full mechanism runs on the project's Python CDCL, not on a patched Glucose;
 the scale is far smaller (formulas, sizes, iterations, samples, GNN width); one KL weight for both families; no March
@@ -28,15 +37,17 @@ import copy
 import statistics
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from iclr26.common.config import ExperimentConfig, require
+from iclr26.common.config import ConfigError, ExperimentConfig, require, threshold
 from iclr26.common.experiment import Experiment, Outcome, RunContext
-from iclr26.common.plots import figure, savefig
+from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
+from iclr26.rlaf.cnf import CNF, read_dimacs_folder
 from iclr26.rlaf.generators import FAMILIES, Instance, describe, generate, generate_balanced
 from iclr26.rlaf.grpo_trainer import GRPOSettings, GRPOTrainer
 from iclr26.rlaf.guidance import Guidance
@@ -175,7 +186,18 @@ class RLAFConfig(ExperimentConfig):
     workers: int = field(
         default=0, metadata={"help": "solver processes; 0 = the cores available (not in the paper; 8 there)"}
     )
+    data: Path | None = field(
+        default=None,
+        metadata={
+            "help": "a folder of DIMACS formulas (*.cnf or gzipped *.cnf.gz, searched recursively; SATLIB's "
+            "'%' trailer accepted) to evaluate on in place of the generated test sets; none = generated sets"
+        },
+    )
 
+    CPU_BOUND: ClassVar[str | None] = (
+        "the reward is the decision count of a pure-Python CDCL and of PySAT solvers run in worker processes; the "
+        "GNN (width 32-128, a few hundred variables per formula) is too small for a GPU to help"
+    )
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {
             "families": ("3sat",),
@@ -268,6 +290,12 @@ class RLAFConfig(ExperimentConfig):
         require(self.max_conflicts >= 1, "max_conflicts", f"must be >= 1, got {self.max_conflicts}")
         require(0 <= self.margin < 1, "margin", f"must be in [0, 1), got {self.margin}")
         require(self.workers >= 0, "workers", f"must be >= 0 (0 = all cores), got {self.workers}")
+        if self.data is not None:
+            user_formulas(self.data)
+
+    def test_sets(self, family: str) -> tuple[str, ...]:
+        """Labels of the evaluation sets of ``family``: its test sizes ascending, or ``("data",)`` with ``data``."""
+        return ("data",) if self.data is not None else tuple(str(n) for n in self.test_sizes(family))
 
     def train_size(self, family: str) -> int:
         """The training size of ``family``."""
@@ -278,22 +306,62 @@ class RLAFConfig(ExperimentConfig):
         return tuple(sorted(self.sat_test_vars if family == "3sat" else self.col_test_nodes))
 
 
+def user_formulas(folder: Path) -> dict[str, CNF]:
+    """The formulas of ``--set data=DIR``: relative path → formula, every file parsed.
+
+    Raises:
+        ConfigError: naming the field ``data``, the file and what is wrong: a missing path, a file where a folder
+            is expected, no ``.cnf`` / ``.cnf.gz`` file, an empty, binary or malformed file (the line is named), a
+            literal beyond the header's variable count, a formula without variables or clauses, or one too large
+            for memory.
+    """
+    fix = "data must be a folder of DIMACS CNF files (.cnf, or gzipped .cnf.gz)"
+    try:
+        formulas = read_dimacs_folder(folder)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"config field 'data': {err}; {fix}") from None
+    for name, cnf in formulas.items():
+        if cnf.num_vars == 0 or cnf.num_clauses == 0:
+            raise ConfigError(
+                f"config field 'data': {name} declares {cnf.num_vars} variables and {cnf.num_clauses} clauses; "
+                f"a formula to guide needs at least one of each; {fix}"
+            )
+    return formulas
+
+
 @dataclass
 class _Data:
+    """A family's generated sets and evaluation sets.
+
+    Attributes:
+        train: the balanced training set.
+        val: the balanced validation set.
+        test: evaluation set label (a size, or ``data``) → its formulas.
+        labels: the supervised baseline's per-literal labels of every training formula.
+    """
+
     train: list[Instance]
     val: list[Instance]
-    test: dict[int, list[Instance]]
+    test: dict[str, list[CNF]]
+    labels: list[np.ndarray]
 
 
 def _make_data(config: RLAFConfig, family: str) -> _Data:
     size = config.train_size(family)
-    return _Data(
-        train=generate_balanced(family, size, config.train_formulas, seed=derive_seed(config.seed, "train")),
-        val=generate_balanced(family, size, config.val_formulas, seed=derive_seed(config.seed, "val")),
-        test={
-            n: generate(family, n, config.test_formulas, seed=derive_seed(config.seed, "test"))
+    train = generate_balanced(family, size, config.train_formulas, seed=derive_seed(config.seed, "train"))
+    if config.data is not None:
+        test = {"data": list(user_formulas(config.data).values())}
+    else:
+        test = {
+            str(n): [i.cnf for i in generate(family, n, config.test_formulas, seed=derive_seed(config.seed, "test"))]
             for n in config.test_sizes(family)
-        },
+        }
+    labeller = backbone_labels if family == "3sat" else core_labels
+    return _Data(
+        train=train,
+        val=generate_balanced(family, size, config.val_formulas, seed=derive_seed(config.seed, "val")),
+        test=test,
+        labels=[labeller(inst.cnf) for inst in train],
     )
 
 
@@ -301,19 +369,38 @@ def _mean_decisions(results: list[SolveResult]) -> float:
     return float(np.mean([r.decisions for r in results]))
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Trained:
-    """A trained network and its training history."""
+    """A trained network as plain data (a unit's result): its parameters and its training history."""
 
-    model: RLAFPolicy | LiteralPredictor
+    state: dict[str, torch.Tensor]
     history: dict[str, Any]
+
+
+def _policy(config: RLAFConfig, state: dict[str, torch.Tensor] | None = None) -> RLAFPolicy:
+    policy = RLAFPolicy(channels=config.channels, num_layers=config.num_layers, sigma=config.sigma)
+    if state is not None:
+        policy.load_state_dict(state)
+    return policy
+
+
+def _predictor(config: RLAFConfig, family: str, state: dict[str, torch.Tensor] | None = None) -> LiteralPredictor:
+    model = LiteralPredictor(
+        channels=config.channels,
+        num_layers=config.num_layers,
+        target="backbone" if family == "3sat" else "core",
+        pred_scale=config.pred_scale,
+    )
+    if state is not None:
+        model.load_state_dict(state)
+    return model
 
 
 def _train_rlaf(
     config: RLAFConfig, family: str, data: _Data, seed: int, label: str, pool: SolverPool, ctx: RunContext
 ) -> _Trained:
     torch.manual_seed(seed)
-    policy = RLAFPolicy(channels=config.channels, num_layers=config.num_layers, sigma=config.sigma)
+    policy = _policy(config)
     settings = GRPOSettings(
         samples_per_formula=config.samples_per_formula,
         steps=config.grpo_steps,
@@ -355,41 +442,37 @@ def _train_rlaf(
             history["val_decisions"].append(score)
             if score < best_score:
                 best_score, best_state = score, copy.deepcopy(policy.state_dict())
-    policy.load_state_dict(best_state)
     history["best_val_decisions"] = [best_score]
-    return _Trained(model=policy, history=history)
+    return _Trained(state=best_state, history=history)
 
 
-def _train_supervised(config: RLAFConfig, family: str, data: _Data, labels: list[np.ndarray], seed: int) -> _Trained:
-    target = "backbone" if family == "3sat" else "core"
-    # official: backbone models train on the satisfiable formulas only; core models on all
-    keep = [i for i, inst in enumerate(data.train) if target == "core" or inst.satisfiable]
+def _train_supervised(config: RLAFConfig, family: str, data: _Data, seed: int) -> _Trained:
     torch.manual_seed(seed)
-    model = LiteralPredictor(
-        channels=config.channels, num_layers=config.num_layers, target=target, pred_scale=config.pred_scale
-    )
+    model = _predictor(config, family)
+    # official: backbone models train on the satisfiable formulas only; core models on all
+    keep = [i for i, inst in enumerate(data.train) if model.target == "core" or inst.satisfiable]
     losses = train_supervised(
         model,
         [data.train[i].cnf for i in keep],
-        [labels[i] for i in keep],
+        [data.labels[i] for i in keep],
         epochs=config.supervised_epochs,
         batch_size=config.formulas_per_iteration,
         lr=config.supervised_lr,
         generator=torch_generator(derive_seed(seed, "shuffle")),
     )
-    return _Trained(model=model, history={"supervised_loss": losses})
+    return _Trained(state=copy.deepcopy(model.state_dict()), history={"supervised_loss": losses})
 
 
-def _policy_diagnostics(policy: RLAFPolicy, instances: list[Instance]) -> dict[str, float]:
-    """What the mode parameterisation looks like on ``instances``: how many polarities are "true", how spread
+def _policy_diagnostics(policy: RLAFPolicy, cnfs: list[CNF]) -> dict[str, float]:
+    """What the mode parameterisation looks like on ``cnfs``: how many polarities are "true", how spread
     the weights are, and how closely they follow the variable degree (occurrences of either literal)."""
-    guidance = policy.guidance([i.cnf for i in instances])
+    guidance = policy.guidance(cnfs)
     polarity = np.concatenate([g.polarity for g in guidance])
     weights = [g.weight for g in guidance]
     degree = []
-    for inst in instances:
-        counts = np.zeros(inst.cnf.num_vars)
-        for clause in inst.cnf.clauses:
+    for cnf in cnfs:
+        counts = np.zeros(cnf.num_vars)
+        for clause in cnf.clauses:
             for lit in clause:
                 counts[abs(lit) - 1] += 1
         degree.append(counts)
@@ -405,22 +488,18 @@ def _policy_diagnostics(policy: RLAFPolicy, instances: list[Instance]) -> dict[s
     }
 
 
-def _evaluate(
-    config: RLAFConfig, instances: list[Instance], guidance: dict[str, list[Guidance | None]], pool: SolverPool
-) -> dict[str, dict[str, list[SolveResult]]]:
-    """``out[solver][method]``: one result per instance."""
-    keys = [(solver, method) for solver in config.eval_solvers for method in guidance]
+def _solve_all(
+    config: RLAFConfig, cnfs: list[CNF], solver: str, guidance: dict[str, list[Guidance | None]], pool: SolverPool
+) -> dict[str, list[SolveResult]]:
+    """``out[method]``: one result of ``solver`` per formula, for every method's guidance."""
     tasks = [
-        SolveTask(inst.cnf, guidance[method][k], solver=solver, max_conflicts=config.max_conflicts)
-        for solver, method in keys
-        for k, inst in enumerate(instances)
+        SolveTask(cnf, guidance[method][k], solver=solver, max_conflicts=config.max_conflicts)
+        for method in guidance
+        for k, cnf in enumerate(cnfs)
     ]
     results = pool.map(tasks)
-    out: dict[str, dict[str, list[SolveResult]]] = {s: {} for s in config.eval_solvers}
-    n = len(instances)
-    for j, (solver, method) in enumerate(keys):
-        out[solver][method] = results[j * n : (j + 1) * n]
-    return out
+    n = len(cnfs)
+    return {method: results[j * n : (j + 1) * n] for j, method in enumerate(guidance)}
 
 
 def run(config: RLAFConfig, ctx: RunContext) -> Outcome:
@@ -434,99 +513,145 @@ def run(config: RLAFConfig, ctx: RunContext) -> Outcome:
         torch.set_num_threads(threads)
 
 
-@dataclass
-class _Timed:
-    """Guidance for a test set and the mean GNN time per formula that produced it."""
+@dataclass(frozen=True)
+class _Guided:
+    """One evaluation unit's result: every guided method's solver results on one set, and the mean GNN time per
+    formula of each method (a timing)."""
 
-    guidance: list[Guidance | None]
-    seconds_per_formula: float
-
-
-def _guidance_timed(model: RLAFPolicy | LiteralPredictor, cnfs: list) -> _Timed:
-    start = time.perf_counter()
-    guidance = model.guidance(cnfs)
-    return _Timed(guidance=guidance, seconds_per_formula=(time.perf_counter() - start) / len(cnfs))
+    results: dict[str, list[SolveResult]]
+    inference_s: dict[str, float]
 
 
-# per seed: mean and median decisions, mean conflicts and propagations, mean solver wall time, mean GNN time per
-# formula, mean-decision ratio to the unguided solver, number of budget-outs
-_STATISTICS = ("mean", "median", "conflicts", "propagations", "wall_s", "inference_s", "ratio", "unknown")
+def _evaluate_guided(
+    config: RLAFConfig, family: str, cnfs: list[CNF], solver: str, trained: dict[str, _Trained], pool: SolverPool
+) -> _Guided:
+    """Step 4 for one seed, set and solver: guidance from each trained network (mode), then the solver."""
+    models = {"supervised": _predictor(config, family, trained["supervised"].state), "rlaf": _policy(config)}
+    models["rlaf"].load_state_dict(trained["rlaf"].state)
+    guidance, inference = {}, {}
+    for method, model in models.items():
+        start = time.perf_counter()
+        guidance[method] = model.guidance(cnfs)
+        inference[method] = (time.perf_counter() - start) / len(cnfs)
+    return _Guided(results=_solve_all(config, cnfs, solver, guidance, pool), inference_s=inference)
+
+
+# per seed: mean and median decisions, mean conflicts and propagations, mean-decision ratio to the unguided solver,
+# number of budget-outs (all counted by the solvers, so deterministic); the timings keep the mean solver wall time
+# and the mean GNN time per formula
+_STATISTICS = ("mean", "median", "conflicts", "propagations", "ratio", "unknown")
+_TIMINGS = ("wall_s", "inference_s")
 
 
 def _record(
-    rows: dict[str, dict[str, dict[str, list[float]]]],
-    results: dict[str, dict[str, list[SolveResult]]],
+    rows: dict[str, dict[str, list[float]]],
+    times: dict[str, dict[str, list[float]]],
+    by_method: dict[str, list[SolveResult]],
     inference_s: dict[str, float],
 ) -> None:
-    """Append one seed's statistics to ``rows[solver][method][statistic]``."""
-    for solver, by_method in results.items():
-        base = _mean_decisions(by_method["unguided"])
-        entry = rows.setdefault(
-            solver,
-            {m: {k: [] for k in _STATISTICS} for m in METHODS},
-        )
-        for method, res in by_method.items():
-            decisions = [r.decisions for r in res]
-            entry[method]["mean"].append(float(np.mean(decisions)))
-            entry[method]["median"].append(float(np.median(decisions)))
-            entry[method]["conflicts"].append(float(np.mean([r.conflicts for r in res])))
-            entry[method]["propagations"].append(float(np.mean([r.propagations for r in res])))
-            entry[method]["wall_s"].append(float(np.mean([r.wall_time_s for r in res])))
-            entry[method]["inference_s"].append(inference_s.get(method, 0.0))
-            entry[method]["ratio"].append(float(np.mean(decisions)) / max(base, 1e-9))
-            entry[method]["unknown"].append(sum(r.status == "UNKNOWN" for r in res))
+    """Append one seed's statistics of one solver to ``rows[method][statistic]`` and ``times[method][timing]``."""
+    base = _mean_decisions(by_method["unguided"])
+    for method, res in by_method.items():
+        entry = rows.setdefault(method, {k: [] for k in _STATISTICS})
+        decisions = [r.decisions for r in res]
+        entry["mean"].append(float(np.mean(decisions)))
+        entry["median"].append(float(np.median(decisions)))
+        entry["conflicts"].append(float(np.mean([r.conflicts for r in res])))
+        entry["propagations"].append(float(np.mean([r.propagations for r in res])))
+        entry["ratio"].append(float(np.mean(decisions)) / max(base, 1e-9))
+        entry["unknown"].append(sum(r.status == "UNKNOWN" for r in res))
+        timing = times.setdefault(method, {k: [] for k in _TIMINGS})
+        timing["wall_s"].append(float(np.mean([r.wall_time_s for r in res])))
+        timing["inference_s"].append(inference_s.get(method, 0.0))
 
 
 def _run(config: RLAFConfig, ctx: RunContext, pool: SolverPool) -> Outcome:
-    table: dict[str, Any] = {}
-    training: dict[str, Any] = {}
-    distributions: dict[str, dict[int, dict[str, list[int]]]] = {}
-    for family in config.families:
-        # step 1: data
-        data = _make_data(config, family)
-        ctx.log(
-            f"{family}: train {describe(data.train)}, val {describe(data.val)}, test sizes "
-            f"{list(data.test)} x {config.test_formulas}"
-        )
-        labeller = backbone_labels if family == "3sat" else core_labels
-        labels = [labeller(inst.cnf) for inst in data.train]
-        # the unguided solvers are deterministic: solve each test set once, reuse for every seed
-        unguided = {
-            n: {s: r["unguided"] for s, r in _evaluate(config, inst, {"unguided": [None] * len(inst)}, pool).items()}
-            for n, inst in data.test.items()
+    families = {family: _run_family(config, ctx, pool, family) for family in config.families}
+    return _outcome(
+        config,
+        ctx,
+        table={f: r.rows for f, r in families.items()},
+        training={f: r.training for f, r in families.items()},
+        distributions={f: r.distributions for f, r in families.items()},
+        timings={f: r.times for f, r in families.items()},
+    )
+
+
+@dataclass
+class _FamilyResults:
+    """What one family's units gave, assembled.
+
+    Attributes:
+        rows: ``[set][solver][method][statistic]``, one entry per seed (see ``_STATISTICS``).
+        times: ``[set][solver][method][timing]``, one entry per seed (see ``_TIMINGS``).
+        training: ``seed<k>`` → training histories and policy diagnostics.
+        distributions: set → method → decisions per formula on the CDCL (seed 0).
+    """
+
+    rows: dict[str, dict[str, Any]]
+    times: dict[str, dict[str, Any]]
+    training: dict[str, Any]
+    distributions: dict[str, dict[str, list[int]]]
+
+
+def _run_family(config: RLAFConfig, ctx: RunContext, pool: SolverPool, family: str) -> _FamilyResults:
+    """Steps 1-4 for one family, every expensive part a unit of work."""
+    # step 1: data (and the supervised labels)
+    data = ctx.unit(f"data-{family}", lambda: _make_data(config, family))
+    ctx.log(
+        f"{family}: train {describe(data.train)}, val {describe(data.val)}, test sets "
+        + ", ".join(f"{label} x {len(cnfs)}" for label, cnfs in data.test.items())
+    )
+    # the unguided solvers are deterministic: solve each test set once, reuse for every seed
+    unguided = {
+        (label, solver): ctx.unit(
+            f"unguided-{family}-{label}-{solver}",
+            lambda cnfs=cnfs, solver=solver: _solve_all(config, cnfs, solver, {"unguided": [None] * len(cnfs)}, pool),
+        )["unguided"]
+        for label, cnfs in data.test.items()
+        for solver in config.eval_solvers
+    }
+    out = _FamilyResults(
+        rows={label: {s: {} for s in config.eval_solvers} for label in data.test},
+        times={label: {s: {} for s in config.eval_solvers} for label in data.test},
+        training={},
+        distributions={},
+    )
+    for k in range(config.train_seeds):
+        seed = derive_seed(config.seed, family, "seed", k)
+        # steps 2-3: RLAF by GRPO, and the supervised baseline
+        trained = {
+            "rlaf": ctx.unit(
+                f"grpo-{family}-seed{k}",
+                lambda seed=seed, k=k: _train_rlaf(config, family, data, seed, f"seed {k}", pool, ctx),
+            ),
+            "supervised": ctx.unit(
+                f"supervised-{family}-seed{k}", lambda seed=seed: _train_supervised(config, family, data, seed)
+            ),
         }
-        rows: dict[int, dict[str, Any]] = {n: {} for n in data.test}
-        training[family] = {}
-        for k in range(config.train_seeds):
-            seed = derive_seed(config.seed, family, "seed", k)
-            # steps 2-3: RLAF by GRPO, and the supervised baseline
-            rlaf = _train_rlaf(config, family, data, seed, f"seed {k}", pool, ctx)
-            supervised = _train_supervised(config, family, data, labels, seed)
-            held_out = data.test[config.train_size(family)]
-            training[family][f"seed{k}"] = {
-                **rlaf.history,
-                **supervised.history,
-                "policy": _policy_diagnostics(rlaf.model, held_out),
-            }
-            if k == 0:
-                rlaf.model.save(ctx.out_dir / f"rlaf_policy_{family}.pt")
-            # step 4: every test set, solver and method
-            for n, instances in data.test.items():
-                cnfs = [i.cnf for i in instances]
-                guidance, inference = {}, {}
-                for method, trained in (("supervised", supervised), ("rlaf", rlaf)):
-                    timed = _guidance_timed(trained.model, cnfs)
-                    guidance[method], inference[method] = timed.guidance, timed.seconds_per_formula
-                results = _evaluate(config, instances, guidance, pool)
-                for solver in results:
-                    results[solver] = {"unguided": unguided[n][solver], **results[solver]}
-                _record(rows[n], results, inference)
-                if k == 0:
-                    distributions.setdefault(family, {})[n] = {
-                        m: [r.decisions for r in res] for m, res in results["cdcl"].items()
-                    }
-        table[family] = {str(n): rows[n] for n in sorted(rows)}
-    return _outcome(config, ctx, table, training, distributions)
+        policy = _policy(config, trained["rlaf"].state)
+        first_set = next(iter(data.test.values()))  # the held-out training-size set, or the user's formulas
+        out.training[f"seed{k}"] = {
+            **trained["rlaf"].history,
+            **trained["supervised"].history,
+            "policy": _policy_diagnostics(policy, first_set),
+        }
+        if k == 0:
+            policy.save(ctx.out_dir / f"rlaf_policy_{family}.pt")
+        # step 4: every test set and solver, both guided methods
+        for label, cnfs in data.test.items():
+            for solver in config.eval_solvers:
+                guided = ctx.unit(
+                    f"eval-{family}-seed{k}-{label}-{solver}",
+                    lambda cnfs=cnfs, solver=solver, trained=trained: _evaluate_guided(
+                        config, family, cnfs, solver, trained, pool
+                    ),
+                )
+                by_method = {"unguided": unguided[label, solver], **guided.results}
+                _record(out.rows[label][solver], out.times[label][solver], by_method, guided.inference_s)
+                if k == 0 and solver == "cdcl":
+                    out.distributions[label] = {m: [r.decisions for r in res] for m, res in by_method.items()}
+    return out
 
 
 def _seed_mean(values: list[float]) -> float:
@@ -538,7 +663,8 @@ def _outcome(
     ctx: RunContext,
     table: dict[str, Any],
     training: dict[str, Any],
-    distributions: dict[str, dict[int, dict[str, list[int]]]],
+    distributions: dict[str, dict[str, dict[str, list[int]]]],
+    timings: dict[str, Any],
 ) -> Outcome:
     summary: dict[str, float] = {}
     verdict_ratios: dict[str, float] = {}
@@ -550,8 +676,8 @@ def _outcome(
                     summary[key] = _seed_mean(by_method[method]["ratio"])
                     if solver == "cdcl" and method == "rlaf":
                         verdict_ratios[f"{family}/{size}"] = summary[key]
-    threshold = 1.0 - config.margin
-    held = all(r <= threshold for r in verdict_ratios.values())
+    bound = 1.0 - config.margin
+    held = all(r <= bound for r in verdict_ratios.values())
     best_speedup = max(1.0 / max(r, 1e-9) for k, r in summary.items() if k.endswith("/rlaf"))
     rlaf_vs_supervised = {
         k: summary[f"{k.split('/')[0]}/{k.split('/')[1]}/cdcl/rlaf"]
@@ -581,17 +707,19 @@ def _outcome(
         claim_held=held,
         evidence={
             "rlaf_over_unguided_cdcl": verdict_ratios,
-            "threshold": threshold,
+            "threshold": bound,
             "best_speedup": best_speedup,
             "rlaf_over_supervised_cdcl": rlaf_vs_supervised,
+            "thresholds": {"margin": threshold(config, "margin")},
         },
         measurement=measurement,
         notes=notes,
+        timings={"results": timings},
     )
 
 
-def _plot_distributions(ctx: RunContext, distributions: dict[str, dict[int, dict[str, list[int]]]]) -> None:
-    panels = [(f, n) for f, by_size in distributions.items() for n in sorted(by_size)]
+def _plot_distributions(ctx: RunContext, distributions: dict[str, dict[str, dict[str, list[int]]]]) -> None:
+    panels = [(f, n) for f, by_size in distributions.items() for n in by_size]
     fig, axes = figure(ncols=len(panels), width=3.6, height=3.4)
     axes = np.atleast_1d(axes).ravel()
     for ax, (family, n) in zip(axes, panels, strict=True):
@@ -599,9 +727,9 @@ def _plot_distributions(ctx: RunContext, distributions: dict[str, dict[int, dict
         ax.boxplot([np.maximum(data[m], 1) for m in METHODS], showmeans=True)
         ax.set_xticks(range(1, len(METHODS) + 1), METHODS, rotation=20)
         ax.set_yscale("log")
-        ax.set_title(f"{family}, size {n} (CDCL)")
+        ax.set_title(f"{family}, {'your formulas' if n == 'data' else f'size {n}'} (CDCL)")
         ax.set_ylabel("decisions")
-    savefig(fig, ctx.plot_path("cost_distributions.png"))
+    ctx.save_plot(fig, "cost_distributions.png")
 
 
 def _plot_training(ctx: RunContext, training: dict[str, Any]) -> None:
@@ -620,7 +748,7 @@ def _plot_training(ctx: RunContext, training: dict[str, Any]) -> None:
         ax.set_xlabel("iteration")
         ax.set_ylabel("mean decisions")
         ax.legend(fontsize=7)
-    savefig(fig, ctx.plot_path("training.png"))
+    ctx.save_plot(fig, "training.png")
 
 
 def _plot_ratios(ctx: RunContext, summary: dict[str, float]) -> None:
@@ -634,7 +762,7 @@ def _plot_ratios(ctx: RunContext, summary: dict[str, float]) -> None:
     ax.set_ylabel("mean decisions / unguided")
     ax.set_title("guided / unguided mean decisions (mean over seeds)")
     ax.legend()
-    savefig(fig, ctx.plot_path("ratios.png"))
+    ctx.save_plot(fig, "ratios.png")
 
 
 EXPERIMENT = Experiment(config_cls=RLAFConfig, run=run)
