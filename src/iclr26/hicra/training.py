@@ -1,0 +1,426 @@
+"""SFT start and GRPO / HICRA training of a tiny LM on the countdown task (the CPU reproduction's engine).
+
+One RL step of every arm (the arms differ only in step 5's mask):
+
+1. draw ``Q`` training problems (same draws for every arm of a seed) and sample ``G`` completions each at
+   temperature 1 from the current policy;
+2. score them with :func:`~iclr26.hicra.task.check_answer` → rewards ``(Q, G)``;
+3. GRPO advantages ``Â = R − mean_group(R)`` (:func:`iclr26.common.grpo.group_relative_advantages`, no std division
+   as in the paper's Eq. for Â), one per completion;
+4. one forward pass over the sampled sequences: per-token log-probs and entropies of the completion tokens;
+5. the mask of amplified tokens: none (``grpo``), the mined Strategic Grams (``hicra``), random n-grams of equal count
+   and coverage (``placebo``), or the top-entropy tokens at the planning mask's coverage (``entropy``);
+6. ``Â' = hicra_advantages(Â, mask, alpha)`` and one clipped-surrogate step (:func:`iclr26.common.grpo.grpo_loss`;
+   on-policy, so the ratio is 1), gradient clipping, AdamW;
+7. diagnostics on the mined planning mask: execution/planning token entropy, execution-token NLL, semantic entropy of
+   the completions' Strategic Grams; every ``eval_every`` steps, greedy accuracy on the held-out problems.
+
+Glossary: ``B`` sequences, ``L`` sequence length (prompt + completion), ``T`` completion tokens, ``V`` vocabulary,
+``Q`` prompts per step, ``G`` samples per prompt.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from iclr26.common.grpo import group_relative_advantages, grpo_loss
+from iclr26.common.tinylm import TinyLM, TinyLMConfig, apply_rope, rope_tables
+from iclr26.hicra.advantages import entropy_mask, hicra_advantages
+from iclr26.hicra.diagnostics import masked_token_mean, semantic_entropy, token_entropy
+from iclr26.hicra.grams import StrategicGrams, cluster_counts, planning_mask_batch
+from iclr26.hicra.task import Problem, Vocab, check_answer, make_trace
+
+Arm = Literal["grpo", "hicra", "placebo", "entropy"]
+ARMS: tuple[Arm, ...] = ("grpo", "hicra", "placebo", "entropy")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The tiny LM's size (see :class:`~iclr26.common.tinylm.TinyLMConfig`)."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    d_ff: int
+    context_len: int
+
+
+def build_policy(spec: ModelSpec, vocab: Vocab) -> TinyLM:
+    """A fresh tiny LM over the task vocabulary (weights from torch's global generator)."""
+    return TinyLM(
+        TinyLMConfig(
+            vocab_size=len(vocab),
+            context_len=spec.context_len,
+            d_model=spec.d_model,
+            n_layers=spec.n_layers,
+            n_heads=spec.n_heads,
+            d_ff=spec.d_ff,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Completions of a batch of prompts.
+
+    Attributes:
+        sequences: ``(B, L)`` long: ``<bos>`` prompt completion, right-padded with ``<pad>``.
+        prompt_len: ``(B,)`` tokens before the completion (``<bos>`` included).
+        completion_len: ``(B,)`` completion tokens (``<eos>`` included when produced).
+        finished: ``(B,)`` bool, whether ``<eos>`` was produced.
+        texts: decoded completions (without ``<eos>``).
+    """
+
+    sequences: Tensor
+    prompt_len: Tensor
+    completion_len: Tensor
+    finished: Tensor
+    texts: list[str]
+
+    def completion_ids(self, i: int) -> list[int]:
+        """Completion tokens of row ``i``."""
+        p, c = int(self.prompt_len[i]), int(self.completion_len[i])
+        return self.sequences[i, p : p + c].tolist()
+
+
+def encode_prompts(problems: Sequence[Problem], vocab: Vocab) -> list[list[int]]:
+    """``<bos>`` + prompt tokens of each problem."""
+    return [[Vocab.BOS, *vocab.encode(p.prompt)] for p in problems]
+
+
+@torch.no_grad()
+def generate(
+    model: TinyLM,
+    prompts: Sequence[Sequence[int]],
+    vocab: Vocab,
+    *,
+    max_new_tokens: int,
+    temperature: float,
+    generator: torch.Generator | None = None,
+) -> Samples:
+    """Sample (``temperature > 0``) or greedily decode (``0``) a completion per prompt, batched, with a KV cache.
+
+    Prompts are left-padded; padded keys are masked out, and RoPE depends only on relative positions, so each row's
+    logits equal those of the unpadded sequence (up to float rounding). The model's own modules are used step by
+    step (``tok_emb``, each block's ``ln1``/``attn``/``ln2``/``ffn``, ``ln_f``, ``head``).
+
+    Raises:
+        ValueError: if the model uses learned positions (only RoPE is cached here) or the length exceeds its context.
+    """
+    cfg = model.config
+    if cfg.positional != "rope":
+        raise ValueError("generate caches keys for RoPE models only; build the policy with positional='rope'")
+    B = len(prompts)
+    plen = torch.tensor([len(p) for p in prompts])
+    P = int(plen.max())
+    S = P + max_new_tokens
+    if S > cfg.context_len:
+        raise ValueError(f"prompt + max_new_tokens = {S} exceeds the model's context_len={cfg.context_len}")
+    H, D = cfg.n_heads, cfg.d_model
+    buf = torch.full((B, P), Vocab.PAD, dtype=torch.long)
+    valid = torch.zeros(B, S, dtype=torch.bool)  # (B, S): real (non-padding) key positions
+    for i, p in enumerate(prompts):
+        buf[i, P - len(p) :] = torch.tensor(p)
+        valid[i, P - len(p) : P] = True
+    cos, sin = rope_tables(S, D // H, cfg.rope_base)
+    keys = torch.zeros(len(model.blocks), B, H, S, D // H)
+    values = torch.zeros_like(keys)
+
+    def run(ids: Tensor, start: int) -> Tensor:
+        n = ids.shape[1]
+        x = model.tok_emb(ids)  # (B, n, D)
+        q_pos = torch.arange(start, start + n)
+        k_pos = torch.arange(start + n)
+        # causal, real keys only, and each position sees itself (a padded query never has an empty row)
+        allowed = (k_pos[None, :] <= q_pos[:, None])[None, None] & valid[:, None, None, : start + n]
+        allowed = allowed | (k_pos[None, :] == q_pos[:, None])[None, None]  # (B, 1, n, start + n)
+        for layer, block in enumerate(model.blocks):
+            q, k, v = block.attn.qkv(block.ln1(x)).split(D, dim=-1)
+            q, k, v = (t.view(B, n, H, D // H).transpose(1, 2) for t in (q, k, v))  # (B, H, n, Dh)
+            q = apply_rope(q, cos[start : start + n], sin[start : start + n])
+            keys[layer, :, :, start : start + n] = apply_rope(k, cos[start : start + n], sin[start : start + n])
+            values[layer, :, :, start : start + n] = v
+            y = F.scaled_dot_product_attention(
+                q, keys[layer, :, :, : start + n], values[layer, :, :, : start + n], attn_mask=allowed
+            )  # (B, H, n, Dh)
+            x = x + block.attn.proj(y.transpose(1, 2).reshape(B, n, D))
+            x = x + block.ffn(block.ln2(x))
+        return model.head(model.ln_f(x[:, -1]))  # (B, V): next-token logits
+
+    was_training = model.training
+    model.eval()
+    logits = run(buf, 0)
+    out = torch.full((B, max_new_tokens), Vocab.PAD, dtype=torch.long)
+    done = torch.zeros(B, dtype=torch.bool)
+    clen = torch.zeros(B, dtype=torch.long)
+    for step in range(max_new_tokens):
+        if temperature > 0:
+            probs = torch.softmax(logits.float() / temperature, dim=-1)
+            nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+        else:
+            nxt = logits.argmax(dim=-1)
+        nxt = torch.where(done, Vocab.PAD, nxt)
+        out[:, step] = nxt
+        clen += (~done).long()
+        done = done | (nxt == Vocab.EOS)
+        if bool(done.all()) or step == max_new_tokens - 1:
+            break
+        valid[:, P + step] = True
+        logits = run(nxt[:, None], P + step)
+    model.train(was_training)
+    width = int((plen + clen).max())
+    seq = torch.full((B, width), Vocab.PAD, dtype=torch.long)
+    for i, p in enumerate(prompts):
+        seq[i, : len(p)] = torch.tensor(p)
+        seq[i, len(p) : len(p) + int(clen[i])] = out[i, : int(clen[i])]
+    texts = [vocab.decode(out[i, : int(clen[i])].tolist()) for i in range(B)]
+    return Samples(seq, plen, clen, done.clone(), texts)
+
+
+def completion_logits(model: TinyLM, samples: Samples) -> tuple[Tensor, Tensor, Tensor]:
+    """Logits at the completion tokens, their log-probs and the completion mask.
+
+    Returns:
+        ``(logits (B, T, V), logp (B, T), mask (B, T))``: completion token ``t`` of row ``i`` is predicted by the
+        model's output at sequence position ``prompt_len_i + t − 1``.
+    """
+    seq = samples.sequences
+    T = int(samples.completion_len.max())
+    out = model(seq[:, :-1] if seq.shape[1] > 1 else seq).logits  # (B, L−1, V)
+    pos = samples.prompt_len[:, None] + torch.arange(T)[None, :] - 1  # (B, T)
+    mask = torch.arange(T)[None, :] < samples.completion_len[:, None]  # (B, T)
+    pos = pos.clamp(max=out.shape[1] - 1)
+    logits = out[torch.arange(seq.shape[0])[:, None], pos]  # (B, T, V)
+    targets = seq[torch.arange(seq.shape[0])[:, None], (pos + 1).clamp(max=seq.shape[1] - 1)]  # (B, T)
+    logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, targets[..., None]).squeeze(-1)
+    return logits, logp, mask
+
+
+# ------------------------------------------------------------------------------------------------ SFT
+@dataclass(frozen=True)
+class SFTSettings:
+    """Supervised start on mixed-quality traces.
+
+    Attributes:
+        steps: optimizer steps.
+        batch_size: traces per step.
+        lr: AdamW learning rate.
+        mix: shares of ``(correct, premature, slip)`` traces.
+    """
+
+    steps: int
+    batch_size: int
+    lr: float
+    mix: tuple[float, float, float]
+
+
+def sft_batch(
+    problems: Sequence[Problem], vocab: Vocab, rng: np.random.Generator, batch_size: int, mix: Sequence[float]
+) -> tuple[Tensor, Tensor]:
+    """A batch of traces: inputs ``(B, L)`` and targets ``(B, L)`` (−100 on prompt and padding)."""
+    kinds = ("correct", "premature", "slip")
+    rows, targets = [], []
+    for _ in range(batch_size):
+        problem = problems[int(rng.integers(len(problems)))]
+        kind = kinds[int(rng.choice(3, p=np.asarray(mix) / sum(mix)))]
+        prompt = [Vocab.BOS, *vocab.encode(problem.prompt)]
+        completion = [*vocab.encode(make_trace(problem, kind, rng)), Vocab.EOS]  # type: ignore[arg-type]
+        ids = prompt + completion
+        rows.append(ids[:-1])
+        targets.append([-100] * (len(prompt) - 1) + completion)
+    L = max(len(r) for r in rows)
+    x = torch.full((batch_size, L), Vocab.PAD, dtype=torch.long)
+    y = torch.full((batch_size, L), -100, dtype=torch.long)
+    for i, (r, t) in enumerate(zip(rows, targets, strict=True)):
+        x[i, : len(r)] = torch.tensor(r)
+        y[i, : len(t)] = torch.tensor(t)
+    return x, y
+
+
+def train_sft(
+    model: TinyLM, problems: Sequence[Problem], vocab: Vocab, settings: SFTSettings, seed: int
+) -> list[float]:
+    """SFT the policy on mixed-quality traces of ``problems``; returns the loss per step."""
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.0)
+    losses = []
+    model.train()
+    for step in range(settings.steps):
+        x, y = sft_batch(problems, vocab, rng, settings.batch_size, settings.mix)
+        logits = model(x).logits
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        for g in opt.param_groups:  # linear decay to 10 %
+            g["lr"] = settings.lr * (1.0 - 0.9 * step / max(1, settings.steps))
+        opt.step()
+        losses.append(float(loss.detach()))
+    return losses
+
+
+def accuracy(model: TinyLM, problems: Sequence[Problem], vocab: Vocab, *, max_new_tokens: int) -> float:
+    """Greedy accuracy on ``problems`` (the held-out measure)."""
+    samples = generate(model, encode_prompts(problems, vocab), vocab, max_new_tokens=max_new_tokens, temperature=0.0)
+    rewards = [
+        check_answer(p, t, finished=bool(f)).reward
+        for p, t, f in zip(problems, samples.texts, samples.finished, strict=True)
+    ]
+    return float(np.mean(rewards))
+
+
+# ------------------------------------------------------------------------------------------------ RL
+@dataclass(frozen=True)
+class RLSettings:
+    """Settings shared by every arm (equal steps and samples).
+
+    Attributes:
+        steps: RL steps.
+        prompts_per_step: ``Q``.
+        group_size: ``G``.
+        lr: AdamW learning rate.
+        alpha: HICRA's ``α`` (all amplifying arms).
+        clip_eps: ratio clip ``ε``.
+        max_new_tokens: completion length cap.
+        eval_every: held-out evaluation cadence in steps.
+    """
+
+    steps: int
+    prompts_per_step: int
+    group_size: int
+    lr: float
+    alpha: float
+    clip_eps: float
+    max_new_tokens: int
+    eval_every: int
+
+
+@dataclass
+class RLCurves:
+    """What one RL run measured (plain data, stored as a unit).
+
+    Attributes:
+        arm: the arm.
+        eval_step, held_out_acc: held-out greedy accuracy at each evaluation (the first at step 0).
+        reward: mean training reward per step.
+        exec_entropy, plan_entropy: mean policy entropy over execution / planning tokens of the step's samples.
+        exec_nll: mean −log-prob of the sampled execution tokens per step.
+        semantic_entropy: entropy of the Strategic-Gram cluster counts of the step's samples.
+        length: mean completion length per step.
+        planning_coverage: share of completion tokens in the mined planning mask per step.
+        amplified_coverage: share of completion tokens the arm amplified per step.
+        n_tokens: completion tokens sampled in all (equal budgets are checked on it).
+    """
+
+    arm: str
+    eval_step: list[int] = field(default_factory=list)
+    held_out_acc: list[float] = field(default_factory=list)
+    reward: list[float] = field(default_factory=list)
+    exec_entropy: list[float] = field(default_factory=list)
+    plan_entropy: list[float] = field(default_factory=list)
+    exec_nll: list[float] = field(default_factory=list)
+    semantic_entropy: list[float] = field(default_factory=list)
+    length: list[float] = field(default_factory=list)
+    planning_coverage: list[float] = field(default_factory=list)
+    amplified_coverage: list[float] = field(default_factory=list)
+    n_tokens: int = 0
+
+
+def train_rl(
+    model: TinyLM,
+    arm: Arm,
+    train: Sequence[Problem],
+    held_out: Sequence[Problem],
+    vocab: Vocab,
+    grams: StrategicGrams,
+    placebo: StrategicGrams,
+    settings: RLSettings,
+    *,
+    seed: int,
+    progress=None,
+) -> RLCurves:
+    """Run one arm's RL from the SFT policy in ``model`` (module docstring, steps 1–7)."""
+    if arm not in ARMS:
+        raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
+    gen = torch.Generator().manual_seed(seed)  # same prompt draws for every arm of a seed
+    opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.0)
+    curves = RLCurves(arm=arm)
+    Q, G = settings.prompts_per_step, settings.group_size
+    for step in range(settings.steps + 1):
+        if step % settings.eval_every == 0 or step == settings.steps:
+            curves.eval_step.append(step)
+            curves.held_out_acc.append(accuracy(model, held_out, vocab, max_new_tokens=settings.max_new_tokens))
+        if step == settings.steps:
+            break
+        # Step 1: Q problems × G samples
+        idx = torch.randint(len(train), (Q,), generator=gen).tolist()
+        problems = [train[i] for i in idx for _ in range(G)]
+        samples = generate(
+            model,
+            encode_prompts(problems, vocab),
+            vocab,
+            max_new_tokens=settings.max_new_tokens,
+            temperature=1.0,
+            generator=gen,
+        )
+        # Step 2: rewards (Q, G)
+        rewards = torch.tensor(
+            [
+                check_answer(p, t, finished=bool(f)).reward
+                for p, t, f in zip(problems, samples.texts, samples.finished, strict=True)
+            ]
+        ).reshape(Q, G)
+        # Step 3: Â = R − mean_group(R), one per completion
+        adv = group_relative_advantages(rewards, scale="none").reshape(-1)  # (B,)
+        # Step 4: log-probs and entropies of the completion tokens
+        logits, logp, mask = completion_logits(model, samples)  # (B, T, V), (B, T), (B, T)
+        entropy = token_entropy(logits.detach())  # (B, T)
+        pieces = [vocab.piece_list(samples.completion_ids(i)) for i in range(len(problems))]
+        planning = planning_mask_batch(pieces, grams, width=mask.shape[1]) & mask  # (B, T)
+        # Step 5: the arm's amplified tokens
+        coverage = float(planning.sum()) / max(1, int(mask.sum()))
+        if arm == "hicra":
+            amplified = planning
+        elif arm == "placebo":
+            amplified = planning_mask_batch(pieces, placebo, width=mask.shape[1]) & mask
+        elif arm == "entropy":
+            amplified = entropy_mask(entropy, mask, fraction=coverage)
+        else:
+            amplified = torch.zeros_like(mask)
+        # Step 6: Â' = Â + α|Â| on the amplified tokens; one clipped-surrogate step
+        token_adv = hicra_advantages(adv, amplified, alpha=settings.alpha if arm != "grpo" else 0.0, mask=mask)
+        loss = grpo_loss(logp, logp.detach(), token_adv, mask=mask, clip_eps=settings.clip_eps).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        # Step 7: diagnostics on the mined planning mask
+        execution = mask & ~planning
+        curves.reward.append(float(rewards.mean()))
+        curves.exec_entropy.append(masked_token_mean(entropy, execution))
+        curves.plan_entropy.append(masked_token_mean(entropy, planning))
+        curves.exec_nll.append(masked_token_mean(-logp.detach(), execution))
+        curves.semantic_entropy.append(semantic_entropy(cluster_counts(samples.texts, grams)))
+        curves.length.append(float(samples.completion_len.float().mean()))
+        curves.planning_coverage.append(coverage)
+        curves.amplified_coverage.append(float(amplified.sum()) / max(1, int(mask.sum())))
+        curves.n_tokens += int(mask.sum())
+        if progress is not None:
+            progress.update(1)
+    return curves
+
+
+def auc(steps: Sequence[int], values: Sequence[float]) -> float:
+    """Normalised area under a curve: the trapezoid integral divided by the step range (a mean accuracy)."""
+    if len(steps) < 2:
+        return float(values[0]) if values else math.nan
+    s, v = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
+    return float(np.sum((v[1:] + v[:-1]) / 2 * np.diff(s)) / (s[-1] - s[0]))
