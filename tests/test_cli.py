@@ -226,3 +226,22 @@ def test_report_refreshes_readme_blocks(tmp_path, monkeypatch):
     assert "old" not in text and "**Measured:** gap 0.1" in text and "claim not held" in text
     assert "![a.png](../../runs/seesaw/2026-01-01T00-00-00.000000Z/a.png)" in text and text.endswith("prose\n")
     assert not report.refresh_readme(paper("seesaw"), tmp_path / "runs", src)  # idempotent
+
+
+def test_status_table_of_the_top_readme_comes_from_the_records(tmp_path):
+    from iclr26 import report
+
+    out = tmp_path / "runs"
+    _write_record(out, "seesaw", "2026-01-01T00-00-00.000000Z", "cpu", True, "gap")
+    _write_record(out, "kern", "2026-01-01T00-00-00.000000Z", "cpu", False, "gap")
+    _write_record(out, "kern", "2026-01-02T00-00-00.000000Z", "smoke", True, "gap")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{report.STATUS_BEGIN}\nold\n{report.STATUS_END}\nrest\n")
+    assert report.refresh_status(readme, out)
+    text = readme.read_text()
+    assert "| 7 | `seesaw` | held | [`runs/seesaw/2026-01-01T00-00-00.000000Z`]" in text
+    assert "| 14 | `kern` | not held |" in text  # the cpu record, not the newer smoke one
+    assert "| 1 | `lamir` | never run | — | — |" in text and "old" not in text and text.endswith("rest\n")
+    assert "| 8 |" not in text  # unisplat is not implemented: not listed
+    assert not report.refresh_status(readme, out)  # idempotent
+    assert not report.refresh_status(readme, out, "gpu")  # no gpu record at all: the block stays

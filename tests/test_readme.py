@@ -26,7 +26,7 @@ def test_every_using_it_command_runs_as_written(tmp_path, monkeypatch, capsys):
     out = tmp_path / "runs"
     data = tmp_path / "file.txt"
     data.write_text("def f(x):\n    return x + 1\n" * 400)
-    readmes = {p: p.read_bytes() for p in (ROOT / "src" / "iclr26").glob("*/README.md")}
+    readmes = {p: p.read_bytes() for p in [ROOT / "README.md", *(ROOT / "src" / "iclr26").glob("*/README.md")]}
 
     # An interrupted seesaw run for the --resume line: stopped (as by Ctrl-C) before its second unit.
     real_unit = RunContext.unit

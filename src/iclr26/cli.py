@@ -34,7 +34,7 @@ from iclr26.catalog import (
 )
 from iclr26.common.config import SCALE_NAMES, ConfigError, field_help
 from iclr26.common.records import latest_record
-from iclr26.report import refresh_readme, report_markdown, verdict
+from iclr26.report import refresh_readme, refresh_status, report_markdown, verdict
 from iclr26.runner import OutputError, ResumeError, build_config, resume_config, run_experiment
 
 BAD_INPUT = (UnknownModule, ConfigError, MissingExtra, LookupError, OutputError, ResumeError)
@@ -199,6 +199,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.readmes:
         src_root = Path(__file__).resolve().parent
         changed = [p.module for p in PAPERS if refresh_readme(p, args.out, src_root, args.scale)]
+        top = src_root.parents[1] / "README.md"  # the checkout's README, when the package runs from a checkout
+        if (top.parent / "pyproject.toml").is_file() and refresh_status(top, args.out, args.scale):
+            changed.append("top README status table")
         print(f"README results blocks refreshed from `{args.scale}` records: {', '.join(changed) or 'none'}")
     return 0
 
