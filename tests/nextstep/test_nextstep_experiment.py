@@ -1,0 +1,202 @@
+"""The NextStep-1 reproduction: config and data validation, metrics, verdict logic with its control, CLI smoke."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from iclr26.cli import main as cli_main
+from iclr26.common.config import ConfigError
+from iclr26.common.experiment import RunContext
+from iclr26.nextstep.data import load_user_images, prompt_ids, split_set
+from iclr26.nextstep.experiment import ArmResult, NextStepConfig, SampleMetrics, _outcome, paired
+from iclr26.nextstep.metrics import frechet_distance, within_class_diversity
+
+no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour of a machine without CUDA")
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.mark.parametrize(
+    ("changes", "name"),
+    [
+        ({"arms": ("reg", "vq")}, "arms"),
+        ({"arms": ("fm", "fm")}, "arms"),
+        ({"image_side": 6}, "image_side"),
+        ({"cfg_scale": 1.0}, "cfg_scale"),
+        ({"cond_dropout": 1.0}, "cond_dropout"),
+        ({"n_heads": 3}, "n_heads"),
+        ({"min_faithfulness": 1.5}, "min_faithfulness"),
+        ({"last_step": 0.0}, "last_step"),
+        ({"batch_mul": 0}, "batch_mul"),
+    ],
+)
+def test_config_rejects_bad_values_naming_the_field(changes, name):
+    with pytest.raises(ConfigError, match=f"'{name}'"):
+        NextStepConfig(**changes)
+
+
+def _write_png_folder(root, sizes=((8, 8), (8, 8))):
+    from PIL import Image
+
+    for k, size in enumerate(sizes):
+        d = root / f"class{k}"
+        d.mkdir(parents=True)
+        for i in range(3):
+            Image.fromarray(np.full(size, 40 * (k + i), dtype=np.uint8)).save(d / f"{i}.png")
+
+
+def bad_data(tmp_path):
+    """{case: (path, phrase in the error)}."""
+    cases = {"missing": (tmp_path / "nope", "does not exist")}
+    empty = tmp_path / "empty"
+    (empty / "a").mkdir(parents=True)
+    cases["empty folder"] = (empty, "holds no images")
+    mixed = tmp_path / "mixed"
+    _write_png_folder(mixed, sizes=((8, 8), (16, 16)))
+    cases["mixed shapes"] = (mixed, "differ in shape")
+    nan = tmp_path / "nan.npz"
+    imgs = np.random.default_rng(0).random((10, 8, 8))
+    imgs[3, 2, 2] = np.nan
+    np.savez(nan, images=imgs, labels=np.arange(10) % 2)
+    cases["nan pixels"] = (nan, "NaN")
+    wrong = tmp_path / "wrong.npz"
+    np.savez(wrong, images=np.zeros((10, 8, 6)), labels=np.arange(10) % 2)
+    cases["not square"] = (wrong, "shape (M, S, S)")
+    one = tmp_path / "one.npz"
+    np.savez(one, images=np.zeros((10, 8, 8)), labels=np.zeros(10, dtype=int))
+    cases["one class"] = (one, "at least two")
+    txt = tmp_path / "file.txt"
+    txt.write_text("hello")
+    cases["a text file"] = (txt, "is a file")
+    broken = tmp_path / "broken"
+    (broken / "a").mkdir(parents=True)
+    (broken / "a" / "x.png").write_bytes(b"not a png")
+    cases["undecodable"] = (broken, "cannot read image")
+    return cases
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["missing", "empty folder", "mixed shapes", "nan pixels", "not square", "one class", "a text file", "undecodable"],
+)
+def test_bad_data_exits_2_naming_the_field_and_writes_no_run_folder(case, tmp_path, capsys):
+    path, phrase = bad_data(tmp_path)[case]
+    out = tmp_path / "out"
+    assert cli_main(["run", "nextstep", "--scale", "smoke", "--set", f"data={path}", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "config field 'data'" in err and phrase in err, err
+    assert not (out / "nextstep").exists()
+
+
+def test_user_png_folder_is_read_with_class_names(tmp_path):
+    _write_png_folder(tmp_path / "imgs")
+    data = load_user_images(tmp_path / "imgs", side=8)
+    assert data.images.shape == (6, 1, 8, 8) and data.class_names == ("class0", "class1")
+    assert data.labels.tolist() == [0, 0, 0, 1, 1, 1]
+    assert float(data.images.max()) <= 1.0
+    split = split_set(data, test_fraction=0.3, seed=0)
+    assert len(split.test.labels) == 2 and set(split.test.labels.tolist()) == {0, 1}
+
+
+def test_prompts():
+    assert prompt_ids(torch.tensor([3]), 10).tolist() == [[12, 3, 11]]
+    assert prompt_ids(torch.tensor([3]), 10, null=True).tolist() == [[12, 10, 11]]
+
+
+def test_frechet_distance_closed_form():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((20_000, 2))
+    # N(0, I) vs N((3, 0), 4 I): ||mu||^2 + tr(I + 4I - 2 * 2I) = 9 + 2 = 11
+    b = rng.standard_normal((20_000, 2)) * 2 + np.array([3.0, 0.0])
+    assert frechet_distance(a, b) == pytest.approx(11.0, rel=0.03)
+    assert frechet_distance(a, a) == pytest.approx(0.0, abs=1e-8)
+    with pytest.raises(ValueError, match="one F"):
+        frechet_distance(a, b[:, :1])
+
+
+def test_within_class_diversity():
+    images = torch.tensor([[0.0, 0.0], [3.0, 4.0], [1.0, 1.0], [1.0, 1.0]])
+    labels = torch.tensor([0, 0, 1, 1])
+    assert within_class_diversity(images, labels) == pytest.approx((5.0 + 0.0) / 2)
+
+
+def test_paired_interval():
+    r = paired(np.array([1.0, 2.0, 3.0]), np.zeros(3), level=0.95)
+    # mean 2, sd 1, se 1/sqrt(3), t_{0.975, 2} = 4.303
+    assert r["mean"] == 2.0 and r["ci_low"] == pytest.approx(2 - 4.303 / 3**0.5, abs=1e-3)
+    assert not r["above_zero"] and r["wins"] == 3
+    assert not paired(np.array([1.0]), np.zeros(1), level=0.95)["above_zero"]
+
+
+def _result(faith_cfg, faith_no, fd):
+    grid = np.zeros((10, 8, 8, 8))
+    return ArmResult(
+        no_cfg=SampleMetrics(faith_no, fd + 5, 1.0), cfg=SampleMetrics(faith_cfg, fd, 1.0), final_loss=0.1,
+        head_params=10, grid=grid,
+    )  # fmt: skip
+
+
+def _fake_results(control_faith):
+    jitter = [0.0, 0.01, -0.01, 0.02, -0.02]
+    return {
+        "fm": [_result(0.8 + j, 0.6 + j, 10 + j) for j in jitter],
+        "reg": [_result(0.6 + j, 0.5, 20 + 2 * j) for j in jitter],
+        "vq": [_result(0.5 + j, 0.4, 30 - j) for j in jitter],
+        "fm_shuffled": [_result(control_faith + j, 0.1, 50) for j in jitter],
+    }
+
+
+class _Tok:
+    test_mse = 0.001
+
+
+class _Judge:
+    test_accuracy = 0.97
+
+
+@pytest.mark.parametrize(("control_faith", "held"), [(0.1, True), (0.7, False)])
+def test_verdict_needs_the_control_to_fail(control_faith, held, tmp_path):
+    cfg = NextStepConfig()
+    out = _outcome(cfg, RunContext(tmp_path, 0, quiet=True), _fake_results(control_faith), {"c": _Tok()}, _Judge(), 1.0)
+    assert out.claim_held is held
+    assert out.evidence["control_fails_bar"] is (control_faith < cfg.min_faithfulness)
+    assert set(out.evidence["thresholds"]) == {"min_faithfulness", "ci_level", "cfg_scale"}
+    assert out.evidence["comparisons_cfg_on"]["fd_reg_minus_fm"]["mean"] == pytest.approx(10.0)
+
+
+def test_verdict_fails_when_fm_does_not_beat_a_baseline(tmp_path):
+    results = _fake_results(0.1)
+    results["vq"] = [_result(0.85 + j, 0.4, 30) for j in (0.0, 0.01, -0.01, 0.02, -0.02)]
+    out = _outcome(NextStepConfig(), RunContext(tmp_path, 0, quiet=True), results, {"c": _Tok()}, _Judge(), 1.0)
+    assert not out.claim_held
+    assert out.evidence["checks"]["faith_fm_minus_vq"] is False
+    assert out.evidence["checks"]["fd_vq_minus_fm"] is True
+
+
+def test_gpu_preset_asks_for_cuda():
+    assert NextStepConfig().device == "cpu"
+    assert NextStepConfig.preset("gpu").device == "cuda"
+
+
+@no_cuda
+def test_gpu_scale_exits_2_without_cuda(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli_main(["run", "nextstep", "--scale", "gpu", "--out", str(out), "--quiet"]) == 2
+    assert "device" in capsys.readouterr().err
+    assert not (out / "nextstep").exists()
+
+
+def test_smoke_run_through_the_cli(smoke):
+    record = smoke("nextstep")
+    arms = record["metrics"]["arms"]
+    assert set(arms) == {"fm", "reg"}
+    assert record["claim_held"] is False  # one seed: no paired interval can pass
+    assert record["evidence"]["thresholds"]["min_faithfulness"]["source"]
+    assert "samples_fm.png" in record["plots"]
