@@ -1,0 +1,118 @@
+"""The model's input checks and loss, the verdict's helpers, the data key, and a smoke run through the CLI."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from iclr26 import cli
+from iclr26.common.config import ConfigError
+from iclr26.sthhol.experiment import STHHOLConfig, historical_average, paired
+from iclr26.sthhol.model import STHHOL, sthhol_loss
+
+
+def _model(**kw):
+    args = dict(n_regions=3, n_categories=2, n_context=1, window=4, d=4, n_hyperedges=2, llm=None)
+    return STHHOL(**{**args, **kw})
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ((torch.ones(2, 3, 2, 5), torch.ones(2, 3, 1, 4), torch.zeros(2).long(), torch.zeros(2).long()), "crime"),
+        ((torch.ones(2, 3, 2, 4), torch.ones(2, 3, 2, 4), torch.zeros(2).long(), torch.zeros(2).long()), "context"),
+        ((torch.ones(2, 3, 2, 4), torch.ones(2, 3, 1, 4), torch.zeros(3).long(), torch.zeros(2).long()), "dow"),
+    ],
+)
+def test_model_rejects_wrong_shapes(inputs, message):
+    with pytest.raises(ValueError, match=message):
+        _model()(*inputs)
+
+
+def test_model_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="window"):
+        _model(window=0)
+
+
+def test_loss_hand_value():
+    model = _model()
+    with torch.no_grad():
+        model.level_one.theta_e.fill_(2.0)  # mean(Θ_e²) = 4
+        model.level_two.theta_o.fill_(1.0)  # mean(Θ_o²) = 1
+    pred, target = torch.zeros(1, 3, 2), torch.full((1, 3, 2), 3.0)
+    # 9 + 0.1*4 + 0.5*1 = 9.9
+    assert sthhol_loss(model, pred, target, reg_e=0.1, reg_o=0.5).item() == pytest.approx(9.9)
+    with pytest.raises(ValueError, match="differ in shape"):
+        sthhol_loss(model, pred, target[..., :1], reg_e=0.1, reg_o=0.1)
+
+
+def test_historical_average_hand_value():
+    counts = np.array([[[1.0, 3.0, 5.0, 7.0]]])  # (N=1, C=1, T=4)
+    # day 2: mean(1, 3) = 2; day 3: mean(1, 3, 5) = 3
+    assert np.allclose(historical_average(counts, 2)[:, 0, 0], [2.0, 3.0])
+
+
+def test_paired_test_needs_the_margin_and_a_positive_lower_bound():
+    assert paired([0.10, 0.12, 0.11], margin=0.03, confidence=0.95).passes
+    assert not paired([0.02, 0.025, 0.021], margin=0.03, confidence=0.95).passes  # below the margin
+    assert not paired([0.5, -0.4, 0.1], margin=0.03, confidence=0.95).passes  # interval includes 0
+    single = paired([0.5], margin=0.03, confidence=0.95)
+    assert single.lower is None and not single.passes
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ConfigError, match="abrupt_day"):
+        STHHOLConfig(abrupt_day=300)
+    with pytest.raises(ConfigError, match="warmup_frac"):
+        STHHOLConfig(warmup_frac=0.6)
+
+
+def test_data_key_accepts_an_official_file_and_rejects_bad_ones(tmp_path):
+    good = tmp_path / "city.pkl"
+    good.write_bytes(pickle.dumps(np.ones((2, 2, 50, 4))))
+    assert STHHOLConfig.preset("smoke").__class__(**{**STHHOLConfig.preset_values("smoke"), "data": good}).data
+    bad = tmp_path / "bad.pkl"
+    bad.write_bytes(b"garbage")
+    short = tmp_path / "short.pkl"
+    short.write_bytes(pickle.dumps(np.ones((2, 2, 6, 4))))
+    for path, message in ((bad, "not a pickled"), (short, "too few"), (tmp_path / "missing", "does not exist")):
+        with pytest.raises(ConfigError, match=message):
+            STHHOLConfig(**{**STHHOLConfig.preset_values("smoke"), "data": path})
+
+
+def test_bad_data_exits_2_and_writes_nothing(tmp_path, capsys):
+    bad = tmp_path / "bad.pkl"
+    bad.write_bytes(pickle.dumps(np.full((1, 2, 50, 4), np.nan)))
+    out = tmp_path / "out"
+    assert cli.main(["run", "sthhol", "--scale", "smoke", "--set", f"data={bad}", "--out", str(out), "--quiet"]) == 2
+    assert "data" in capsys.readouterr().err
+    assert not (out / "sthhol").exists()
+
+
+def test_smoke_run(smoke):
+    record = smoke("sthhol")
+    assert len(record["units"]) >= 2
+    evidence = record["evidence"]
+    assert set(evidence["thresholds"]) == {"drift_margin", "context_margin", "confidence"}
+    assert all(t["source"] for t in evidence["thresholds"].values())
+    assert evidence["frozen_mlp_bit_identical"] is True
+    arms = record["metrics"]["arms"]["main"]
+    assert {"online", "offline", "nolevel1", "randllm", "gru", "ha"} <= set(arms)
+    assert len(arms["online"]["mae_per_category"]) == 2
+    assert "None" not in record["measurement"]
+
+
+def test_smoke_run_on_official_format_data(smoke, tmp_path):
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "city"
+    folder.mkdir()
+    for name, days in (("trn.pkl", 30), ("val.pkl", 8), ("tst.pkl", 12)):
+        (folder / name).write_bytes(pickle.dumps(rng.poisson(0.7, size=(2, 2, days, 2)).astype(np.float64)))
+    record = smoke("sthhol", "--set", f"data={folder}")
+    assert record["evidence"]["level_one_testable"] is False
+    assert "level one not testable" in record["measurement"]
+    assert "nolevel1" not in record["metrics"]["arms"]["main"]
+    assert len(record["metrics"]["arms"]["main"]["online"]["daily_mae"]) == 50 - 12  # 50 days, warm-up 12
