@@ -200,3 +200,44 @@ def test_smoke_run_through_the_cli(smoke):
     assert record["claim_held"] is False  # one seed: no paired interval can pass
     assert record["evidence"]["thresholds"]["min_faithfulness"]["source"]
     assert "samples_fm.png" in record["plots"]
+
+
+def test_training_resumes_from_its_checkpoint_to_the_same_result(tmp_path, monkeypatch):
+    """A unit killed mid-training continues from its last checkpoint and ends exactly as an uninterrupted one."""
+    import dataclasses
+
+    from iclr26.nextstep import experiment as ex
+    from iclr26.nextstep.experiment import DigitClassifier, Tokenizer, _classifier_unit, _restore, _tokenizer_unit
+
+    config = dataclasses.replace(NextStepConfig.preset("smoke"), steps=6, checkpoint_every=2)
+    split = config.load_data()
+    tok_state = _tokenizer_unit(config, split, "continuous")
+    judge = _classifier_unit(config, split)
+    device = torch.device("cpu")
+
+    def trained(checkpoint=None):
+        tok = _restore(Tokenizer(tok_state.spec), tok_state.state, device)
+        clf = _restore(DigitClassifier(split.train.side, split.train.num_classes), judge.state, device)
+        return ex.train_arm(config, "fm", 7, split, tok, clf, device, checkpoint=checkpoint)
+
+    uninterrupted = trained()
+    ckpt = tmp_path / "units" / "fm-seed0.ckpt.pt"
+    real_loss, calls = ex.nextstep_loss, []
+
+    def dies_in_step_five(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return real_loss(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ex, "nextstep_loss", dies_in_step_five)
+        with pytest.raises(KeyboardInterrupt):
+            trained(ckpt)
+    assert torch.load(ckpt, weights_only=False)["step"] == 4  # the last checkpoint before the kill
+    resumed = trained(ckpt)
+    assert resumed.final_loss == uninterrupted.final_loss
+    assert resumed.cfg == uninterrupted.cfg and resumed.no_cfg == uninterrupted.no_cfg
+    assert np.array_equal(resumed.grid, uninterrupted.grid)
+    with pytest.raises(ConfigError, match="checkpoint_every"):
+        NextStepConfig(checkpoint_every=-1)

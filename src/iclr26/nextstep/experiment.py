@@ -23,7 +23,9 @@ NextStep-1: Toward Autoregressive Image Generation with Continuous Tokens at Sca
    ``fm_shuffled`` stays below ``min_faithfulness`` (it must fail the bar that the claim needs FM to pass).
 
 Units of work (``iclr26 run nextstep --resume RUN_DIR``): ``tokenizer-continuous``, ``tokenizer-vq``,
-``classifier``, and ``<arm>-seed<k>`` (training, sampling with and without guidance, metrics).
+``classifier``, and ``<arm>-seed<k>`` (training, sampling with and without guidance, metrics). With
+``checkpoint_every > 0`` (the gpu preset) a unit's training also saves its state every that many steps, and a resumed
+run continues an interrupted unit from its last checkpoint instead of from step 0.
 
 Deviations (see the README): 8x8 digits and class prompts instead of web-scale text-image data; a tiny f2
 autoencoder instead of the FLUX-derived f8 VAE; a 2-layer transformer trained from scratch instead of a 14B LLM;
@@ -33,6 +35,7 @@ metrics from a small classifier instead of GenEval/FID; no staged training, anne
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +48,7 @@ from torch import Tensor, nn
 
 from iclr26.common.config import ConfigError, ExperimentConfig, require, threshold
 from iclr26.common.device import resolve_device
-from iclr26.common.experiment import Experiment, Outcome, RunContext
+from iclr26.common.experiment import UNITS_DIR, Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
 from iclr26.nextstep.data import Split, load_digits_set, load_user_images, prompt_ids, split_set
@@ -127,6 +130,11 @@ class NextStepConfig(ExperimentConfig):
     )
     ci_level: float = _opt(0.95, "level of the paired Student-t intervals of the verdict (usual 95%, fixed in advance)")
     device: str = _opt("cpu", "torch device of training and sampling: cpu, cuda, cuda:N or auto (gpu scale: cuda)")
+    checkpoint_every: int = _opt(
+        0,
+        "save the training state of an (arm, seed) every this many steps; --resume continues from it. 0 = off: at "
+        "cpu scale a unit is a minute, at gpu scale (1000) it is hours (not in the paper)",
+    )
 
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {
@@ -138,6 +146,7 @@ class NextStepConfig(ExperimentConfig):
             "image_side": 16, "n_seeds": 10, "latent_channels": 8, "tokenizer_width": 64, "tokenizer_steps": 5000,
             "d_model": 256, "n_layers": 6, "n_heads": 8, "head_dim": 256, "head_layers": 6, "steps": 20_000,
             "batch_size": 256, "lr": 5e-4, "samples_per_class": 200, "num_codes": 512, "device": "cuda",
+            "checkpoint_every": 1000,
         },
     }  # fmt: skip
 
@@ -176,6 +185,7 @@ class NextStepConfig(ExperimentConfig):
             0.0 < self.min_faithfulness < 1.0, "min_faithfulness", f"must lie in (0, 1), got {self.min_faithfulness}"
         )
         require(0.5 <= self.ci_level < 1.0, "ci_level", f"must lie in [0.5, 1), got {self.ci_level}")
+        require(self.checkpoint_every >= 0, "checkpoint_every", f"must be >= 0 (0 = off), got {self.checkpoint_every}")
         if self.data is not None:
             self.load_data()
 
@@ -316,10 +326,17 @@ def train_arm(
     tokenizer: Tokenizer,
     clf: DigitClassifier,
     device: torch.device,
+    *,
+    checkpoint: Path | None = None,
 ) -> ArmResult:
     """Train one arm for ``seed``, sample with and without guidance, and measure the samples.
 
     Every arm of a seed sees the same batch order, prompt dropout and sampling prompts (paired comparison).
+
+    Args:
+        checkpoint: where the training state (model, head, optimiser, schedule, both generators, losses, step) is
+            saved every ``config.checkpoint_every`` steps; if the file exists, training continues from it and ends
+            exactly where an uninterrupted run would. None: no checkpoints.
     """
     K = split.train.num_classes
     x_train = split.train.images.to(device)
@@ -341,8 +358,18 @@ def train_arm(
     order = torch_generator(derive_seed(seed, "order"))
     loss_gen = torch_generator(derive_seed(seed, "loss", arm), device)
     M = x_train.shape[0]
-    losses = []
-    for _ in range(config.steps):
+    losses: list[float] = []
+    start = 0
+    if checkpoint is not None and checkpoint.is_file():
+        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        head.load_state_dict(state["head"])
+        opt.load_state_dict(state["opt"])
+        sched.load_state_dict(state["sched"])
+        order.set_state(state["order"])
+        loss_gen.set_state(state["loss_gen"])
+        losses, start = state["losses"], state["step"]
+    for step in range(start, config.steps):
         idx = torch.randint(0, M, (min(config.batch_size, M),), generator=order)
         drop = torch.rand(len(idx), generator=order) < config.cond_dropout
         prompts = prompt_ids(labels[idx.to(device)], K)
@@ -357,6 +384,13 @@ def train_arm(
         opt.step()
         sched.step()
         losses.append(float(parts.total.detach()))
+        if checkpoint is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0:
+            state = {
+                "model": model.state_dict(), "head": head.state_dict(), "opt": opt.state_dict(),
+                "sched": sched.state_dict(), "order": order.get_state(), "loss_gen": loss_gen.get_state(),
+                "losses": losses, "step": step + 1,
+            }  # fmt: skip
+            _save_atomic(state, checkpoint)
     model.eval()
     head.eval()
     prompted = torch.arange(K, device=device).repeat_interleave(config.samples_per_class)
@@ -382,6 +416,14 @@ def train_arm(
         head_params=sum(p.numel() for p in head.parameters()),
         grid=guided[:, :8].cpu().numpy(),
     )
+
+
+def _save_atomic(state: dict[str, Any], path: Path) -> None:
+    """``torch.save`` via a temporary file and a rename: a killed run never leaves half a checkpoint."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
 
 
 def paired(a: np.ndarray, b: np.ndarray, *, level: float) -> dict[str, Any]:
@@ -429,9 +471,14 @@ def run(config: NextStepConfig, ctx: RunContext) -> Outcome:
             seed = derive_seed(config.seed, "seed", k)
             for arm in config.arms:
                 tok = tokenizers["vq" if arm == "vq" else "continuous"]
+                key = f"{arm}-seed{k}"
+                # in-unit checkpoints live beside the units and go with them once the record is written
+                ckpt = ctx.out_dir / UNITS_DIR / f"{key}.ckpt.pt" if config.checkpoint_every else None
                 res = ctx.unit(
-                    f"{arm}-seed{k}",
-                    lambda arm=arm, seed=seed, tok=tok: train_arm(config, arm, seed, split, tok, clf, device),
+                    key,
+                    lambda arm=arm, seed=seed, tok=tok, ckpt=ckpt: train_arm(
+                        config, arm, seed, split, tok, clf, device, checkpoint=ckpt
+                    ),
                 )
                 results[arm].append(res)
                 bar.update(1)
