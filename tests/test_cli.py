@@ -53,6 +53,7 @@ def test_selfcheck_run_writes_a_complete_record_and_report(smoke, cli, tmp_path)
     assert record["metrics"]["params_changed"] > 0 and record["plots"] == ["loss.png"]
     for key in ("package_version", "torch", "python", "wall_time_s", "started_utc", "git_commit", "claim", "timings"):
         assert key in record
+    assert 0 < record["cpu_time_s"] < 10 * record["wall_time_s"]
     assert record["evidence"]["thresholds"]["uniform_loss"]["source"]
     out = tmp_path / "runs"
     proc = cli("report", "--out", str(out), "--scale", "smoke")

@@ -15,6 +15,7 @@ Order of a run (every check before the first unit of work; a rejected run leaves
 from __future__ import annotations
 
 import errno
+import resource
 import shutil
 import time
 import traceback
@@ -134,6 +135,17 @@ def prepare_run_dir(out: Path, module: str) -> Path:
         raise OutputError(f"--out {str(out)!r}: {why}; pass a writable folder with a shorter path") from None
 
 
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of its finished child processes (e.g. solver workers).
+
+    Unlike wall time it hardly depends on what else the machine runs, so it is the run's cost to compare with a
+    budget; both are in the record, neither decides a verdict.
+    """
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def resume_config(run_dir: Path, module: str) -> tuple[ExperimentConfig, str]:
     """The config and scale of the interrupted run in ``run_dir`` (from its ``run.json``).
 
@@ -195,7 +207,7 @@ def run_experiment(
             (run_dir / name).unlink(missing_ok=True)
     ctx = RunContext(out_dir=run_dir, seed=config.seed, quiet=quiet)
     started = datetime.now(UTC)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu_seconds()
     seed_everything(config.seed)
     try:
         outcome = experiment.run(config, ctx)
@@ -209,7 +221,7 @@ def run_experiment(
     except BaseException:
         (run_dir / ERROR_FILE).write_text(traceback.format_exc(), encoding="utf-8")
         raise
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
     record = {
         "schema": SCHEMA_VERSION,
         "module": module,
@@ -222,6 +234,7 @@ def run_experiment(
         "git_commit": git_commit(),
         "started_utc": started.isoformat(timespec="seconds"),
         "wall_time_s": round(wall, 3),
+        "cpu_time_s": round(cpu, 3),
         "claim": entry.claim,
         "claim_held": outcome.claim_held,
         "verdict_meaningful": scale != "smoke",
