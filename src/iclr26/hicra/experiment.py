@@ -36,13 +36,13 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
-from scipy import stats
 
 from iclr26.common.config import ExperimentConfig, require, threshold
 from iclr26.common.device import resolve_device
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed
+from iclr26.common.stats import paired_t
 from iclr26.hicra.diagnostics import relative_perplexity
 from iclr26.hicra.grams import StrategicGrams, describe, mine_strategic_grams, placebo_grams
 from iclr26.hicra.task import Vocab, check_answer, make_problems, split_problems
@@ -342,19 +342,10 @@ class PairedTest:
 
 def paired_test(x: list[float], y: list[float], *, confidence: float, min_gain: float) -> PairedTest:
     """``x`` exceeds ``y`` across paired seeds: the one-sided ``confidence`` lower bound of ``mean(x − y)``
-    (Student t with ``n − 1`` degrees of freedom) is above ``min_gain``."""
+    (Student t with ``n − 1`` degrees of freedom, :func:`iclr26.common.stats.paired_t`) is above ``min_gain``."""
     diffs = [a - b for a, b in zip(x, y, strict=True)]
-    n = len(diffs)
-    mean = statistics.fmean(diffs)
-    if n < 2:
-        return PairedTest(diffs, mean, -math.inf, 1.0, False)
-    se = statistics.stdev(diffs) / math.sqrt(n)
-    if se == 0:
-        exceeds = mean > min_gain
-        return PairedTest(diffs, mean, mean, 0.0 if exceeds else 1.0, exceeds)
-    lower = mean - float(stats.t.ppf(confidence, n - 1)) * se
-    p_value = float(stats.t.sf((mean - min_gain) / se, n - 1))
-    return PairedTest(diffs, mean, lower, p_value, lower > min_gain)
+    t = paired_t(diffs, confidence=confidence, null=min_gain, moments="exact")
+    return PairedTest(diffs, t.mean, t.lower, t.p_greater, t.lower > min_gain)
 
 
 def two_phase(curves: list[RLCurves], drop: float) -> dict[str, Any]:

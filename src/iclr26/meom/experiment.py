@@ -36,7 +36,6 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
-from scipy import stats
 from torch import Tensor
 
 from iclr26.common.config import ExperimentConfig, require, threshold
@@ -44,6 +43,7 @@ from iclr26.common.device import resolve_device
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
+from iclr26.common.stats import paired_t
 from iclr26.meom.data import DigitsSplit, load_corrupted_digits
 from iclr26.meom.lif import LIF
 from iclr26.meom.losses import meom_loss, sample_temporal_masks
@@ -358,20 +358,20 @@ def _paired(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
         ``significant`` (|mean| > ci95, i.e. a two-sided paired t-test rejects "no difference" at the 5% level;
         never with a single seed).
     """
-    d = a - b
-    n = d.shape[0]
-    std = _sd(d)
-    se = std / math.sqrt(n)
     # t quantile with n - 1 degrees of freedom (2.776 for 5 seeds), not the normal 1.96 or a rule-of-thumb 2
-    ci95 = stats.t.ppf(0.975, n - 1) * se if n > 1 else np.zeros_like(se)
-    mean = d.mean(axis=0)
+    t = paired_t(a - b, level=0.95)  # :func:`iclr26.common.stats.paired_t`, element-wise over (...)
+    if t.n < 2:  # this record's convention for one seed: zero spread and interval, never significant
+        zero = np.zeros_like(a[0] - b[0])
+        std, se, ci95 = zero, zero, zero
+    else:
+        std, se, ci95 = t.sd, t.se, t.half_width
     return {
-        "mean": mean,
+        "mean": t.mean,
         "std": std,
         "se": se,
         "ci95": ci95,
-        "wins": (d > 0).sum(axis=0),
-        "significant": (np.abs(mean) > ci95) & (n > 1),
+        "wins": t.wins,
+        "significant": (np.abs(t.mean) > ci95) & (t.n > 1),
     }
 
 

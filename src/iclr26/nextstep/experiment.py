@@ -34,7 +34,6 @@ metrics from a small classifier instead of GenEval/FID; no staged training, anne
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -43,7 +42,6 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
-from scipy import stats
 from torch import Tensor, nn
 
 from iclr26.common.config import ConfigError, ExperimentConfig, require, threshold
@@ -51,6 +49,7 @@ from iclr26.common.device import resolve_device
 from iclr26.common.experiment import UNITS_DIR, Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
+from iclr26.common.stats import paired_t
 from iclr26.nextstep.data import Split, load_digits_set, load_user_images, prompt_ids, split_set
 from iclr26.nextstep.heads import DiscreteHead, FlowMatchingHead, RegressionHead
 from iclr26.nextstep.metrics import (
@@ -434,17 +433,12 @@ def paired(a: np.ndarray, b: np.ndarray, *, level: float) -> dict[str, Any]:
         ``wins`` (seeds with d > 0), ``n`` and ``above_zero`` (ci_low > 0; never with one seed), ``p`` (two-sided
         paired t-test; None with one seed or zero spread).
     """
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    n = len(d)
-    mean = float(d.mean())
-    if n < 2:
-        return {"mean": mean, "se": None, "ci_low": None, "ci_high": None, "wins": int((d > 0).sum()), "n": n,
+    t = paired_t(a, b, level=level)  # the record's keys, from :func:`iclr26.common.stats.paired_t`
+    if t.n < 2:
+        return {"mean": t.mean, "se": None, "ci_low": None, "ci_high": None, "wins": t.wins, "n": t.n,
                 "above_zero": False, "p": None}  # fmt: skip
-    se = float(d.std(ddof=1) / math.sqrt(n))
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * se)
-    p = float(2 * stats.t.sf(abs(mean) / se, n - 1)) if se > 0 else None
-    return {"mean": mean, "se": se, "ci_low": mean - half, "ci_high": mean + half, "wins": int((d > 0).sum()),
-            "n": n, "above_zero": mean - half > 0, "p": p}  # fmt: skip
+    return {"mean": t.mean, "se": t.se, "ci_low": t.ci_low, "ci_high": t.ci_high, "wins": t.wins, "n": t.n,
+            "above_zero": t.ci_low > 0, "p": t.p_two_sided if t.se > 0 else None}  # fmt: skip
 
 
 def run(config: NextStepConfig, ctx: RunContext) -> Outcome:

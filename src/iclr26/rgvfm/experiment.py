@@ -45,6 +45,7 @@ from iclr26.common.device import resolve_device
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
+from iclr26.common.stats import paired_t
 from iclr26.rgvfm.benchmarks import (
     NUM_SQUARES,
     checkerboard,
@@ -341,10 +342,10 @@ def summarise(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def paired_gap(a: list[float], b: list[float]) -> dict[str, float]:
-    """Mean and standard error of the seed-paired difference a - b."""
-    diff = [x - y for x, y in zip(a, b, strict=True)]
-    se = statistics.stdev(diff) / math.sqrt(len(diff)) if len(diff) > 1 else 0.0
-    return {"mean": statistics.fmean(diff), "se": se}
+    """Mean and standard error of the seed-paired difference a - b (:func:`iclr26.common.stats.paired_t`; se 0
+    with one seed)."""
+    t = paired_t([x - y for x, y in zip(a, b, strict=True)], moments="exact")
+    return {"mean": t.mean, "se": t.se if t.n > 1 else 0.0}
 
 
 class Verdict(NamedTuple):

@@ -23,8 +23,6 @@ once per run (deterministic); units return predictions as NumPy arrays.
 
 from __future__ import annotations
 
-import math
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,13 +30,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from scipy import stats
 from torch import nn
 
 from iclr26.common.config import ConfigError, ExperimentConfig, require, threshold
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
+from iclr26.common.stats import paired_t
 from iclr26.sthhol.data import City, WindowedCity, generate_city, load_official, windows
 from iclr26.sthhol.llm_block import PartiallyFrozenLLM
 from iclr26.sthhol.model import STHHOL, Batch, sthhol_loss
@@ -295,14 +293,11 @@ class PairedTest:
 
 
 def paired(diffs: list[float], *, margin: float, confidence: float) -> PairedTest:
-    """The paired test of the module docstring's step 4 on per-seed ``diffs``."""
-    mean = statistics.fmean(diffs)
-    if len(diffs) < 2:
-        return PairedTest(diffs, mean, None, None, False)
-    se = statistics.stdev(diffs) / math.sqrt(len(diffs))
-    lower = mean - float(stats.t.ppf(confidence, len(diffs) - 1)) * se
-    ci = float(stats.t.ppf(0.975, len(diffs) - 1)) * se
-    return PairedTest(diffs, mean, lower, ci, bool(mean > margin and lower > 0))
+    """The paired test of the module docstring's step 4 on per-seed ``diffs`` (:func:`iclr26.common.stats.paired_t`)."""
+    t = paired_t(diffs, level=0.95, confidence=confidence, moments="exact")
+    if t.n < 2:
+        return PairedTest(diffs, t.mean, None, None, False)
+    return PairedTest(diffs, t.mean, t.lower, t.half_width, bool(t.mean > margin and t.lower > 0))
 
 
 def _mae(pred: np.ndarray, y: np.ndarray) -> float:
