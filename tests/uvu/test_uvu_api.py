@@ -75,3 +75,16 @@ def test_finite_input_still_gives_the_squared_error():
     # ε² = (u - g)², averaged over the 2 heads
     expected = ((u(states, actions, tasks) - g(states, actions, tasks)) ** 2).mean(1)
     torch.testing.assert_close(uvu.uncertainty(states, actions, tasks), expected)
+
+
+def test_a_deep_copied_target_is_refused_with_the_reason():
+    """UVU(u, deepcopy(u)) used to be accepted and gave ε² ≡ 0 forever: g is a fixed point of the update."""
+    import copy
+
+    u = _net()
+    with pytest.raises(ValueError, match="identical parameter values .* copy.deepcopy .* fixed point"):
+        UVU(u, copy.deepcopy(u), gamma=0.9)
+    g = copy.deepcopy(u)
+    with torch.no_grad():
+        next(g.parameters()).add_(1e-3)  # one parameter differs: two distinct initialisations
+    UVU(u, g, gamma=0.9)

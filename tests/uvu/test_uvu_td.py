@@ -68,8 +68,9 @@ def test_target_is_a_fixed_point_of_the_td_operator():
     """g is the value of r_g under π: with u ≡ g the TD error, loss, gradient and uncertainty all vanish."""
     torch.manual_seed(0)
     target = UniversalMLP(5, 2, num_actions=3, hidden=(16, 16), num_heads=4)
-    online = copy.deepcopy(target).requires_grad_(True)
-    uvu = UVU(online, target, gamma=0.97)
+    online = UniversalMLP(5, 2, num_actions=3, hidden=(16, 16), num_heads=4)
+    uvu = UVU(online, target, gamma=0.97)  # a copy is refused at construction (it is this fixed point) ...
+    online.load_state_dict(copy.deepcopy(target.state_dict()))  # ... so set u = g afterwards to test the maths
     batch = _batch(64, torch.Generator().manual_seed(1))
     loss = uvu.loss(batch)
     loss.backward()

@@ -161,7 +161,9 @@ def check_independent(trained: nn.Module, target: nn.Module, *, names: tuple[str
 
     UVU and RND both measure ``(f - g)²`` between a trained network ``f`` and a fixed random ``g``; if the two were
     one module, or shared a parameter tensor, freezing ``g`` would freeze ``f`` and the error would be 0 by
-    construction.
+    construction. Two modules with equal parameter values (``copy.deepcopy(u)``, the usual way to build a *target
+    network*) are refused too: ``u`` then starts at ``g``, which is a fixed point of UVU's update, so ``ε² ≡ 0``
+    forever.
 
     Args:
         trained: the network that is optimised (``u`` or RND's predictor).
@@ -170,7 +172,8 @@ def check_independent(trained: nn.Module, target: nn.Module, *, names: tuple[str
 
     Raises:
         TypeError: if either is not a ``torch.nn.Module`` (e.g. a function or a tensor).
-        ValueError: if ``trained is target`` or they share a parameter tensor.
+        ValueError: if ``trained is target``, they share a parameter tensor, or every parameter of one equals the
+            corresponding parameter of the other (identical initialisations).
     """
     for name, net in zip(names, (trained, target), strict=True):
         if not isinstance(net, nn.Module):
@@ -183,6 +186,14 @@ def check_independent(trained: nn.Module, target: nn.Module, *, names: tuple[str
     if shared:
         raise ValueError(
             f"{names[0]} and {names[1]} share {len(shared)} parameter tensor(s); initialise them separately"
+        )
+    a, b = dict(trained.named_parameters()), dict(target.named_parameters())
+    same_layout = a.keys() == b.keys() and all(a[k].shape == b[k].shape for k in a)
+    if same_layout and a and all(torch.equal(a[k].detach(), b[k].detach()) for k in a):
+        raise ValueError(
+            f"{names[0]} and {names[1]} have identical parameter values (e.g. one is a copy.deepcopy of the other); "
+            f"then {names[1]} is a fixed point and the error stays 0. Initialise {names[1]} separately (a new "
+            "module with its own random draw), not as a copy"
         )
 
 
