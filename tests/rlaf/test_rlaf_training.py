@@ -37,10 +37,16 @@ class CountingPool:
         return [_result(int(t.guidance.polarity.sum())) for t in tasks]
 
 
-def test_costs_fill_budget_outs_with_the_batch_maximum():
-    results = [_result(5), _result(9, "UNKNOWN"), _result(7)]
-    assert costs_of(results).tolist() == [5.0, 9.0, 7.0]
-    assert costs_of(results, fill=100.0).tolist() == [5.0, 100.0, 7.0]
+def test_costs_fill_budget_outs_with_the_largest_completed_cost():
+    # the example: [100, 300, 900 budget-out] -> official 300 (completed runs), earlier rule 900
+    results = [_result(100), _result(300), _result(900, "UNKNOWN")]
+    assert costs_of(results).tolist() == [100.0, 300.0, 300.0]
+    assert costs_of(results, rule="batch_max").tolist() == [100.0, 300.0, 900.0]
+    assert costs_of(results, fill=1e4).tolist() == [100.0, 300.0, 1e4]
+    # nothing finished: the largest count of all, under either rule
+    assert costs_of([_result(4, "UNKNOWN"), _result(6, "UNKNOWN")]).tolist() == [6.0, 6.0]
+    with pytest.raises(ValueError, match="fill_rule must be"):
+        GRPOSettings(fill_rule="mean")
 
 
 def test_grpo_moves_the_policy_towards_cheaper_parameterisations():

@@ -38,7 +38,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -171,8 +171,15 @@ class RLAFConfig(ExperimentConfig):
     max_conflicts: int = field(
         default=50_000,
         metadata={
-            "help": "conflict budget per solver call; a budget-out costs the batch maximum (source: paper "
+            "help": "conflict budget per solver call; a budget-out's cost follows budget_fill (source: paper "
             "60 s CPU limit; a conflict budget keeps the cost deterministic)"
+        },
+    )
+    budget_fill: Literal["completed_max", "batch_max"] = field(
+        default="completed_max",
+        metadata={
+            "help": "cost of a budget-out run in GRPO: the largest decision count of the batch's completed runs "
+            "(official code) or of all runs, budget-outs included (batch_max, this package's earlier rule)"
         },
     )
     margin: float = field(
@@ -409,6 +416,7 @@ def _train_rlaf(
         lr=config.lr,
         warmup_iterations=config.warmup_iterations,
         max_conflicts=config.max_conflicts,
+        fill_rule=config.budget_fill,
     )
     trainer = GRPOTrainer(policy, settings, pool=pool, seed=derive_seed(seed, "sample"))
     val_cnfs = [i.cnf for i in data.val]

@@ -9,7 +9,8 @@ One iteration (:meth:`GRPOTrainer.iteration`):
 1. Take a batch of ``B`` training formulas; the current policy, frozen as ``π_old``, gives ``(ρ, μ)`` per variable.
 2. Sample ``M`` parameterisations ``W_1..W_M`` per formula (paper: ``M = 40``) and store ``log π_old(W_j | F)``.
 3. Run the guided solver on all ``B·M`` (formula, ``W``) pairs in parallel processes; the cost is the number of
-   decisions, and a run that hits the conflict budget gets the largest cost of the batch (official code).
+   decisions, and a run that hits the conflict budget gets the largest cost among the batch's completed runs
+   (official code; ``fill_rule="batch_max"`` keeps this package's earlier rule, the largest of all runs).
 4. Advantages per formula: ``Â_j = (r_j − mean(r)) / std(r)`` with ``r = −cost`` (group = the ``M`` samples).
 5. ``steps`` Adam steps on ``−[mean_j min(ρ_j Â_j, clip(ρ_j, 1 ± ε) Â_j) − β·mean_F KL(π_θ ‖ π_old)]``, where
    ``ρ_j = π_θ(W_j | F) / π_old(W_j | F)`` is a ratio of whole-formula probabilities, ``ε = 0.2``, and the KL is the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
@@ -51,6 +53,7 @@ class GRPOSettings:
         grad_clip: gradient-norm clip [1.0].
         solver: the solver whose decisions are the cost [Glucose with the full mechanism; here ``"cdcl"``].
         max_conflicts: conflict budget per solver call; ``None`` for none [60 s CPU limit in the paper].
+        fill_rule: the cost of a budget-out run (:func:`costs_of`) ["completed_max", the official code].
     """
 
     samples_per_formula: int = 40
@@ -62,8 +65,11 @@ class GRPOSettings:
     grad_clip: float = 1.0
     solver: str = "cdcl"
     max_conflicts: int | None = None
+    fill_rule: Literal["completed_max", "batch_max"] = "completed_max"
 
     def __post_init__(self) -> None:
+        if self.fill_rule not in ("completed_max", "batch_max"):
+            raise ValueError(f"fill_rule must be 'completed_max' or 'batch_max', got {self.fill_rule!r}")
         if self.samples_per_formula < 2:
             raise ValueError(
                 f"samples_per_formula must be >= 2 (a group needs a spread), got {self.samples_per_formula}"
@@ -107,17 +113,31 @@ class IterationStats:
     lr: float
 
 
-def costs_of(results: Sequence, *, fill: float | None = None) -> np.ndarray:
-    """Decisions of each result; budget-limited (``UNKNOWN``) runs get ``fill`` (default: the largest cost seen).
+def costs_of(
+    results: Sequence,
+    *,
+    fill: float | None = None,
+    rule: Literal["completed_max", "batch_max"] = "completed_max",
+) -> np.ndarray:
+    """Decisions of each result; budget-limited (``UNKNOWN``) runs get a fill cost.
+
+    Example: decisions [100, 300, 900 (budget-out)] cost [100, 300, 300] under ``completed_max`` and [100, 300, 900]
+    under ``batch_max``.
 
     Args:
         results: :class:`~iclr26.rlaf.result.SolveResult` objects.
-        fill: the cost given to ``UNKNOWN`` runs.
+        fill: the cost given to ``UNKNOWN`` runs; None: by ``rule``.
+        rule: ``"completed_max"`` (the official code): the largest decision count among the runs that finished (if
+            none finished, the largest of all); ``"batch_max"``: the largest of all runs, the budget-outs' own
+            counts included (this package's earlier rule).
     """
     cost = np.array([r.decisions for r in results], dtype=np.float64)
     unknown = np.array([r.status == "UNKNOWN" for r in results])
     if unknown.any():
-        cost[unknown] = cost.max() if fill is None else fill
+        if fill is None:
+            finished = cost[~unknown]
+            fill = finished.max() if rule == "completed_max" and finished.size else cost.max()
+        cost[unknown] = fill
     return cost
 
 
@@ -165,7 +185,7 @@ class GRPOTrainer:
             for j in range(m)
         ]
         results = self.pool.map(tasks)
-        cost = costs_of(results)
+        cost = costs_of(results, rule=s.fill_rule)
         # step 4: Â = group-normalised −cost, one group per formula
         rewards = -torch.as_tensor(cost, dtype=torch.float64).view(b, m)
         advantages = group_relative_advantages(rewards).to(logp_old.dtype)  # (B, M)
