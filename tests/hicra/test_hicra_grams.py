@@ -130,3 +130,12 @@ def test_miner_rejects_bad_input():
         mine_strategic_grams(CORPUS, min_doc_frac=0.0)
     with pytest.raises(ValueError, match="max_within"):
         mine_strategic_grams(CORPUS, max_within=0.5)
+
+
+def test_token_coverage_counts_marked_tokens_over_all_sequences():
+    from iclr26.hicra.grams import token_coverage
+
+    # "let me try" marks 3 of the 5 tokens of the first sequence, none of the 2 of the second: 3 / 7
+    pieces = [["let", " me", " try", " 3", " +"], [" 4", " ="]]
+    assert token_coverage(pieces, ["let me try"]) == pytest.approx(3 / 7)
+    assert token_coverage([], ["let me try"]) == 0.0

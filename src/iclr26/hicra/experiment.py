@@ -44,7 +44,7 @@ from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed
 from iclr26.common.stats import paired_t
 from iclr26.hicra.diagnostics import relative_perplexity
-from iclr26.hicra.grams import StrategicGrams, describe, mine_strategic_grams, placebo_grams
+from iclr26.hicra.grams import StrategicGrams, describe, mine_strategic_grams, placebo_grams, token_coverage
 from iclr26.hicra.task import Vocab, check_answer, make_problems, split_problems
 from iclr26.hicra.training import (
     ARMS,
@@ -283,13 +283,8 @@ def run_sft(config: HicraConfig, train, held_out, vocab: Vocab) -> SFTResult:
     placebo = placebo_grams(
         correct, grams, tokenize=tokenize, seed=derive_seed(config.seed, "placebo"), n_draws=config.placebo_draws
     )
-    from iclr26.hicra.grams import planning_mask
-
     pieces = [tokenize(t) for t in correct]
-    coverage = {
-        name: sum(sum(planning_mask(p, g)) for p in pieces) / max(1, sum(map(len, pieces)))
-        for name, g in (("grams", grams), ("placebo", placebo))
-    }
+    coverage = {name: token_coverage(pieces, g) for name, g in (("grams", grams), ("placebo", placebo))}
     return SFTResult(
         state={k: v.detach().clone() for k, v in model.state_dict().items()},
         losses=losses,

@@ -50,6 +50,7 @@ __all__ = [
     "placebo_grams",
     "planning_mask",
     "planning_mask_batch",
+    "token_coverage",
 ]
 
 _ALPHA = re.compile(r"^[a-z']+$")
@@ -264,6 +265,13 @@ def planning_mask(pieces: Sequence[str], grams: StrategicGrams | Sequence[str]) 
     for t in range(len(pieces)):
         mask[t] = bool(covered[starts[t] : starts[t + 1]].any())
     return mask
+
+
+def token_coverage(pieces: Sequence[Sequence[str]], grams: StrategicGrams | Sequence[str]) -> float:
+    """Share of all tokens of ``pieces`` (one piece list per sequence) that :func:`planning_mask` marks; 0.0 for no
+    tokens. The placebo is matched to the mined grams on this number."""
+    total = sum(len(p) for p in pieces)
+    return sum(sum(planning_mask(p, grams)) for p in pieces) / max(1, total)
 
 
 def planning_mask_batch(

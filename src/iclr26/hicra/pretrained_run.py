@@ -29,8 +29,8 @@ from iclr26.hicra.grams import (
     decoded_pieces,
     mine_strategic_grams,
     placebo_grams,
-    planning_mask,
     planning_mask_batch,
+    token_coverage,
 )
 from iclr26.hicra.task import Problem, check_answer, make_trace
 from iclr26.hicra.training import ARMS, RLCurves
@@ -212,10 +212,7 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
             correct, grams, tokenize=tokenize, seed=derive_seed(config.seed, "placebo"), n_draws=config.placebo_draws
         )
         pieces = [tokenize(t) for t in correct]
-        coverage = {
-            name: sum(sum(planning_mask(p, g)) for p in pieces) / max(1, sum(map(len, pieces)))
-            for name, g in (("grams", grams), ("placebo", placebo))
-        }
+        coverage = {name: token_coverage(pieces, g) for name, g in (("grams", grams), ("placebo", placebo))}
         return PretrainedSFT(
             _adapter_state(lm),
             losses,
