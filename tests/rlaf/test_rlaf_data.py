@@ -105,7 +105,7 @@ def test_smoke_run_on_the_users_formulas(tmp_path):
     record = json.loads(record_path.read_text())
     assert set(record["evidence"]["rlaf_over_unguided_cdcl"]) == {"3sat/data"}
     assert set(record["metrics"]["results"]["3sat"]) == {"data"}
-    assert "eval-3sat-seed0-data-cdcl" in record["units"] and "unguided-3sat-data-ergo" in record["units"]
+    assert "eval-3sat-seed0-data-cdcl" in record["units"] and "baselines-3sat-data-ergo" in record["units"]
     # every method solved all four formulas; the unguided CDCL's mean decisions come from the four formulas
     cdcl = record["metrics"]["results"]["3sat"]["data"]["cdcl"]
     assert cdcl["unguided"]["unknown"] == [0] and cdcl["rlaf"]["unknown"] == [0]

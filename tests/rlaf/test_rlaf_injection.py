@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 
 import numpy as np
 import pysat
@@ -11,7 +12,7 @@ from pysat.solvers import Solver, SolverNames
 
 from iclr26.rlaf.cnf import CNF
 from iclr26.rlaf.generators import random_3sat
-from iclr26.rlaf.guidance import Guidance
+from iclr26.rlaf.guidance import Guidance, degree_guidance, variable_degrees
 from iclr26.rlaf.result import SolveResult
 from iclr26.rlaf.solvers import INJECTION_SUPPORT, SolverPool, SolveTask, solve, verify_result
 
@@ -147,3 +148,19 @@ def test_pool_returns_results_in_task_order():
     assert [(r.solver, r.decisions, r.model) for r in parallel] == [(r.solver, r.decisions, r.model) for r in serial]
     with pytest.raises(RuntimeError, match="must be entered"):
         SolverPool(2).map(tasks)
+
+
+def test_degree_heuristic_by_hand():
+    cnf = CNF(num_vars=3, clauses=((1, 2), (1, -3), (1, 2)))
+    # degrees (3, 2, 1): mean 2, population std sqrt(2/3), z = (+-1.2247, 0)
+    assert variable_degrees(cnf).tolist() == [3.0, 2.0, 1.0]
+    g = degree_guidance(cnf, scale=0.01)
+    z = 1 / math.sqrt(2 / 3)
+    assert g.weight == pytest.approx([1 + 0.01 * z, 1.0, 1 - 0.01 * z])
+    assert g.polarity.tolist() == [True, True, True]
+    # equal degrees: every weight 1
+    assert degree_guidance(CNF(num_vars=2, clauses=((1, 2), (-1, -2)))).weight.tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match=r"scale=1.0 gives a non-positive weight .* use scale < 0.816"):
+        degree_guidance(cnf, scale=1.0)
+    with pytest.raises(ValueError, match="scale must be a finite number > 0"):
+        degree_guidance(cnf, scale=0.0)

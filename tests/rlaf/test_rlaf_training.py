@@ -9,6 +9,7 @@ import torch
 
 from iclr26 import cli
 from iclr26.rlaf.cnf import CNF
+from iclr26.rlaf.experiment import RLAFConfig, _beats
 from iclr26.rlaf.generators import random_3sat
 from iclr26.rlaf.graph import build_graph
 from iclr26.rlaf.grpo_trainer import GRPOSettings, GRPOTrainer, costs_of
@@ -122,13 +123,24 @@ def test_smoke_run_through_the_cli(smoke):
     record = smoke("rlaf")
     summary = record["metrics"]["ratio_summary"]
     assert set(summary) == {
-        f"3sat/{n}/{s}/{m}" for n in (20, 30) for s in ("cdcl", "ergo", "glucose4") for m in ("supervised", "rlaf")
+        f"3sat/{n}/{s}/{m}"
+        for n in (20, 30)
+        for s in ("cdcl", "ergo", "glucose4")
+        for m in ("degree", "supervised", "rlaf")
     }
     assert all(v > 0 for v in summary.values())
     assert set(record["evidence"]["rlaf_over_unguided_cdcl"]) == {"3sat/20", "3sat/30"}
-    assert record["claim_held"] == all(
-        v <= record["evidence"]["threshold"] for v in record["evidence"]["rlaf_over_unguided_cdcl"].values()
+    evidence = record["evidence"]
+    assert evidence["ratio_part_held"] == all(
+        v <= evidence["threshold"] for v in evidence["rlaf_over_unguided_cdcl"].values()
     )
+    paired = evidence["paired_over_formulas_cdcl"]
+    assert evidence["degree_part_held"] == all(p["rlaf_vs_degree"]["beats"] for p in paired.values())
+    assert record["claim_held"] == (evidence["ratio_part_held"] and evidence["degree_part_held"])
+    test = paired["3sat/20"]["rlaf_vs_degree"]
+    assert test["formulas"] == 4 and test["beats"] == (test["lower_bound"] > 0)
+    assert test["ci95"][0] <= test["mean_log_gain"] <= test["ci95"][1]
+    assert test["geomean_factor"] == pytest.approx(math.exp(test["mean_log_gain"]))
     # the verdict's ratios are recomputed from the per-seed mean decisions in the record
     for n in (20, 30):
         cdcl = record["metrics"]["results"]["3sat"][str(n)]["cdcl"]
@@ -142,7 +154,7 @@ def test_smoke_run_through_the_cli(smoke):
     sets_solvers = [f"{n}-{s}" for n in (20, 30) for s in ("cdcl", "ergo", "glucose4")]
     assert record["units"] == [
         "data-3sat",
-        *(f"unguided-3sat-{x}" for x in sets_solvers),
+        *(f"baselines-3sat-{x}" for x in sets_solvers),
         "grpo-3sat-seed0",
         "supervised-3sat-seed0",
         *(f"eval-3sat-seed0-{x}" for x in sets_solvers),
@@ -151,9 +163,12 @@ def test_smoke_run_through_the_cli(smoke):
     cdcl = record["metrics"]["results"]["3sat"]["20"]["cdcl"]
     assert set(cdcl["rlaf"]) == {"mean", "median", "conflicts", "propagations", "ratio", "unknown"}
     assert set(record["timings"]["results"]["3sat"]["20"]["cdcl"]["rlaf"]) == {"wall_s", "inference_s"}
+    wall = record["timings"]["median_wall_ratio_with_inference"]
+    assert set(wall) == {f"3sat/{x.replace('-', '/')}/{m}" for x in sets_solvers for m in ("supervised", "rlaf")}
     margin = record["evidence"]["thresholds"]["margin"]
     assert margin["value"] == 0.05 and "not in the paper" in margin["source"]
     assert record["evidence"]["threshold"] == pytest.approx(0.95)
+    assert set(evidence["thresholds"]) == {"margin", "confidence", "degree_scale"}
 
 
 def test_help_config_says_the_reproduction_is_cpu_bound(capsys):
@@ -174,3 +189,21 @@ def test_cli_rejects_a_test_set_without_the_training_size(tmp_path, capsys):
 def test_empty_formula_graph_is_rejected():
     with pytest.raises(ValueError, match="has no variables"):
         build_graph([CNF(0, ())])
+
+
+def test_paired_test_over_formulas_by_hand():
+    config = RLAFConfig(confidence=0.95)
+    # log(1 + decisions): baseline (3, 7) -> (log 4, log 8), method (1, 3) -> (log 2, log 4): gain log 2 on both
+    # formulas, zero spread, so the lower bound is log 2 > 0 and the method needs 2x fewer decisions (geomean)
+    test = _beats(config, method=[[1, 3]], baseline=[[3, 7]])
+    assert test["mean_log_gain"] == pytest.approx(math.log(2)) and test["lower_bound"] == pytest.approx(math.log(2))
+    assert test["beats"] and test["geomean_factor"] == pytest.approx(2.0)
+    # two seeds of the method are averaged in log space per formula: formula 0 -> (log 2 + log 4) / 2 = 1.5 log 2,
+    # formula 1 -> log 4; gains log 4 - 1.5 log 2 = 0.5 log 2 and log 8 - log 4 = log 2 -> mean 0.75 log 2
+    test = _beats(config, method=[[1, 3], [3, 3]], baseline=[[3, 7]])
+    assert test["mean_log_gain"] == pytest.approx(0.75 * math.log(2))
+    # t(0.95, 1) = 6.314, se = (0.5 log 2 / sqrt 2) / sqrt 2 = 0.25 log 2: lower = (0.75 - 1.578) log 2 < 0
+    assert test["lower_bound"] == pytest.approx((0.75 - 6.3138 * 0.25) * math.log(2), rel=1e-4)
+    assert not test["beats"]
+    # a method worse than its baseline never beats it
+    assert not _beats(config, method=[[7, 9, 5]], baseline=[[3, 4, 2]])["beats"]

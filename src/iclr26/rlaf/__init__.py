@@ -11,8 +11,8 @@ Drop-in components:
 - :func:`solve` on the project's :class:`CDCLSolver` (full mechanism) or a PySAT solver, :class:`SolverPool`;
 - :class:`CNF`, :func:`read_dimacs` / :func:`read_dimacs_folder` / :func:`write_dimacs`, the generators
   :func:`random_3sat`, :func:`coloring_3`;
-- :class:`GRPOTrainer` (GRPO core in :mod:`iclr26.common.grpo`) and the supervised baseline
-  :class:`LiteralPredictor`.
+- :class:`GRPOTrainer` (GRPO core in :mod:`iclr26.common.grpo`), the supervised baseline
+  :class:`LiteralPredictor` and the hand-made :func:`degree_guidance` baseline.
 """
 
 import importlib
@@ -38,6 +38,8 @@ _EXPORTS = {
     "GRPOSettings": "grpo_trainer",
     "GRPOTrainer": "grpo_trainer",
     "Guidance": "guidance",
+    "degree_guidance": "guidance",
+    "variable_degrees": "guidance",
     "GuidedSolve": "guided",
     "guided_solve": "guided",
     "RLAFPolicy": "policy",
@@ -70,6 +72,7 @@ __all__ = [
     "backbone_labels",
     "coloring_3",
     "core_labels",
+    "degree_guidance",
     "generate",
     "generate_balanced",
     "guided_solve",
@@ -81,6 +84,7 @@ __all__ = [
     "solve",
     "to_dimacs",
     "train_supervised",
+    "variable_degrees",
     "write_dimacs",
 ]
 

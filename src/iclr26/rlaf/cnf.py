@@ -10,8 +10,9 @@ the line number in the message: text before the ``p cnf`` header, a malformed or
 not an integer, a literal beyond the declared variable count, an empty clause (``0`` with no literals, usually a
 doubled terminator), a last clause without its terminating ``0``, and a clause count that disagrees with the header.
 
-Files may be gzipped (recognised by their first bytes, whatever their name); a file that is not UTF-8 text, or
-holds a NUL byte, is rejected as binary with the line and byte offset, and a folder is rejected with a pointer to
+Files may be gzipped (recognised by their first bytes, whatever their name); comment lines may hold any byte but
+NUL (read as Latin-1); a file whose other lines are not UTF-8 text, or that holds a NUL byte, is rejected as binary
+with the line and byte offset, and a folder is rejected with a pointer to
 :func:`read_dimacs_folder`, which reads every ``*.cnf`` / ``*.cnf.gz`` file under a folder.
 
 Memory: a formula is refused, already at its ``p cnf`` header, when what solving it needs by
@@ -229,12 +230,20 @@ def parse_dimacs(text: str) -> CNF:
 
 
 def _decoded_lines(handle: BinaryIO) -> Iterator[str]:
-    """The lines of a binary stream as text; a line that is not UTF-8, or holds a NUL byte, raises DimacsError."""
+    """The lines of a binary stream as text.
+
+    Comment lines (``c ...`` and what follows SATLIB's ``%`` marker) are decoded as Latin-1, so any byte but NUL is
+    accepted there (files from older generators carry Latin-1 names in their comments); every other line must be
+    UTF-8. A NUL byte anywhere, or a non-UTF-8 byte outside a comment, raises DimacsError (a binary file).
+    """
     offset = 0
+    trailer = False  # after SATLIB's '%' line, everything is free text
     for number, raw in enumerate(handle, start=1):
         bad = raw.find(b"\0")
+        stripped = raw.lstrip()
+        trailer = trailer or stripped.startswith(b"%")
         try:
-            line = raw.decode("utf-8")
+            line = raw.decode("latin-1" if trailer or stripped.startswith(b"c") else "utf-8")
         except UnicodeDecodeError as err:
             bad = err.start if bad < 0 else min(bad, err.start)
         if bad >= 0:
