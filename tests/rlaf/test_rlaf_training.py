@@ -174,7 +174,7 @@ def test_smoke_run_through_the_cli(smoke):
 def test_help_config_says_the_reproduction_is_cpu_bound(capsys):
     assert cli.main(["run", "rlaf", "--help-config"]) == 0
     out = capsys.readouterr().out
-    assert "runs on the CPU at every scale: the reward is the decision count of a pure-Python CDCL" in out
+    assert "runs on the CPU at every scale: the reward is the decision count of the project's CDCL" in out
     assert "data " in out and "SATLIB" in out
 
 

@@ -30,7 +30,7 @@ generated sets and the supervised labels), ``baselines-<family>-<set>-<solver>``
 then per training seed ``k``: ``grpo-<family>-seed<k>``, ``supervised-<family>-seed<k>`` and
 ``eval-<family>-seed<k>-<set>-<solver>``; ``<set>`` is a test size or ``data``.
 
-Deviations (details in the README): the full mechanism runs on the project's Python CDCL, not on a patched Glucose;
+Deviations (details in the README): the full mechanism runs on the project's own CDCL, not on a patched Glucose;
 the scale is far smaller (formulas, sizes, iterations, samples, GNN width); one KL weight for both families; no March
 solver and no cryptographic family.
 """
@@ -78,8 +78,8 @@ class RLAFConfig(ExperimentConfig):
     sat_train_vars: int = field(
         default=50,
         metadata={
-            "help": "3-SAT training size n (source: paper trains at n=200; 50 chosen so a pure-Python CDCL "
-            "call takes ~10 ms)"
+            "help": "3-SAT training size n (source: paper trains at n=200; 50 chosen when the CDCL was pure "
+            "Python, so a call took ~10 ms)"
         },
     )
     sat_test_vars: tuple[int, ...] = field(
@@ -221,7 +221,7 @@ class RLAFConfig(ExperimentConfig):
     )
 
     CPU_BOUND: ClassVar[str | None] = (
-        "the reward is the decision count of a pure-Python CDCL and of PySAT solvers run in worker processes; the "
+        "the reward is the decision count of the project's CDCL and of PySAT solvers run in worker processes; the "
         "GNN (width 32-128, a few hundred variables per formula) is too small for a GPU to help"
     )
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {
@@ -784,7 +784,7 @@ def _outcome(
         f"best speed-up {best_speedup:.2f}x"
     )
     notes = (
-        "Cost = decisions of the project's Python CDCL (full mechanism) and of PySAT Ergo / Glucose 4 (partial "
+        "Cost = decisions of the project's CDCL (full mechanism) and of PySAT Ergo / Glucose 4 (partial "
         "injection); policies trained on the CDCL only. The claim needs both parts: the ratio bound on every set, "
         "and RLAF beating the hand-made degree heuristic (paired over formulas) on every set. Wall-clock ratios "
         "with the GNN's time included are in the timings only. Small scale: see the README's deviations."
