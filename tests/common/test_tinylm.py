@@ -38,6 +38,46 @@ def test_rope_rotates_pairs_and_preserves_norms_and_relative_angles():
     assert torch.isclose((rq[..., 1, :] * rk[..., 3, :]).sum(), (rq[..., 2, :] * rk[..., 4, :]).sum())
 
 
+def _rope_real_form(x, cos, sin):
+    """The defining real form, written out: (x_2i cos - x_2i+1 sin, x_2i sin + x_2i+1 cos)."""
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rope_complex_path_equals_the_real_form(dtype):
+    cos, sin = rope_tables(7, 8, 10_000.0, dtype=dtype)
+    g = torch.Generator().manual_seed(0)
+    qkv = torch.randn(2, 7, 3, 3, 8, generator=g, dtype=dtype).permute(2, 0, 3, 1, 4)  # (3, B, H, T, Dh), strided
+    odd = torch.randn(2, 3, 7, 9, generator=g, dtype=dtype)[..., :8]  # odd strides: no complex view without a copy
+    ulp = torch.finfo(dtype).eps
+    for x in (qkv[:2], qkv[0], odd):
+        # one complex multiplication rounds like the real form up to one rounding of each product
+        torch.testing.assert_close(apply_rope(x, cos, sin), _rope_real_form(x, cos, sin), rtol=4 * ulp, atol=4 * ulp)
+    # q and k rotated together (as the attention does) equal q and k rotated one by one
+    both = apply_rope(qkv[:2], cos, sin)
+    assert torch.equal(both[1], apply_rope(qkv[1], cos, sin))
+    assert not torch.allclose(apply_rope(odd, cos, sin), odd)  # it does rotate
+
+
+def test_rope_in_bfloat16_matches_float64_to_bf16_precision():
+    cos64, sin64 = rope_tables(6, 8, 10_000.0, dtype=torch.float64)
+    cos, sin = rope_tables(6, 8, 10_000.0, dtype=torch.bfloat16)
+    x = torch.randn(1, 2, 6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    y = apply_rope(x.bfloat16(), cos, sin)
+    assert y.dtype == torch.bfloat16
+    torch.testing.assert_close(y.double(), _rope_real_form(x, cos64, sin64), atol=0.05, rtol=0.02)
+
+
+def test_rope_tables_are_cached_and_usable_for_backward_after_inference_mode():
+    with torch.inference_mode():
+        cos, sin = rope_tables(5, 4, 500.0)
+    assert rope_tables(5, 4, 500.0)[0] is cos  # one table per (T, Dh, base, device, dtype)
+    x = torch.randn(1, 1, 5, 4, requires_grad=True)
+    apply_rope(x, cos, sin).sum().backward()  # inference tensors could not be saved for backward
+    assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
 class ScaledFFN(nn.Module):
     """A toy feed-forward block with an auxiliary loss and a declared active-parameter count."""
 
