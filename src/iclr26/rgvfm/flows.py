@@ -22,7 +22,11 @@ One training step (:meth:`FlowMatcher.training_loss`):
        (the official ``noise_scale``, 0.1; A = ``path.output_to_tangent``, see ``Manifold.perturb``);
     3. the objective hook: d(μ_θ(x̃_t, t), x1)² (endpoint) or |v_θ(x̃_t, t) - Γ_{x_t→x̃_t} u_t|²_g (velocity).
 
-Sampling integrates the model's velocity hook (endpoint models: log_x(μ_θ)/(1 - t)) from x0 ~ p0.
+Sampling integrates the model's velocity hook (endpoint models: log_x(μ_θ) · min(1/(1 - t), c), with the official
+clip c = 10 on Sⁿ, 5 on Hⁿ and 20 in R^D: ``time_clip="official"``, the default; ``None`` leaves 1/(1 - t) unclipped)
+from x0 ~ p0.
+
+Defaults are the reproduced method: ``noise_scale`` 0.1 (official ``--noise_scale``) and the official clip.
 
 Deviations: the official code adds the noise in ambient coordinates and renormalises (sphere) or in
 the chart at the origin (hyperboloid) and compares the velocity target at the clean x_t with the
@@ -48,7 +52,7 @@ import torch
 from torch import Tensor
 
 from iclr26.rgvfm.integrators import integrate
-from iclr26.rgvfm.manifolds import Euclidean, Manifold
+from iclr26.rgvfm.manifolds import Euclidean, Lorentz, Manifold, Sphere
 from iclr26.rgvfm.objectives import (
     conditional_velocity,
     endpoint_velocity,
@@ -60,6 +64,28 @@ from iclr26.rgvfm.objectives import (
 Network = Callable[[Tensor, Tensor], Tensor]
 """f_θ(x, t): (B, D) points, (B, 1) times → (B, D) raw outputs (e.g. ``network.TimeMLP``)."""
 
+DEFAULT_NOISE_SCALE = 0.1
+"""σ of the input noise of the reproduced method (official ``--noise_scale`` 1e-1, ``scripts/main_sphere.py``)."""
+
+OFFICIAL_TIME_CLIP = {"sphere": 10.0, "lorentz": 5.0, "euclidean": 20.0}
+"""Upper clip of 1/(1 - t) in the official sampling velocity of endpoint models, by the path manifold: 10 on the
+sphere (``VelocityInferenceSphere``), 5 on the hyperboloid, 20 in R^D (``VelocityInference``)."""
+
+
+def official_time_clip(path: Manifold) -> float:
+    """The official clip of 1/(1 - t) for endpoint models whose path lives on ``path`` (:data:`OFFICIAL_TIME_CLIP`)."""
+    if isinstance(path, Sphere):
+        return OFFICIAL_TIME_CLIP["sphere"]
+    if isinstance(path, Lorentz):
+        return OFFICIAL_TIME_CLIP["lorentz"]
+    if isinstance(path, Euclidean):
+        return OFFICIAL_TIME_CLIP["euclidean"]
+    raise ValueError(f"no official time clip for {path.name}; pass a number or None")
+
+
+TimeClip = float | Literal["official"] | None
+"""``"official"`` (:func:`official_time_clip` of the path), a number c ≥ 1, or None (no clip)."""
+
 
 class FlowMatcher(ABC):
     """Flow matching on a manifold with a geodesic interpolant; subclasses define the objective.
@@ -67,10 +93,11 @@ class FlowMatcher(ABC):
     Args:
         network: f_θ(x, t) → (B, D).
         path: the manifold on which x_t moves (M for intrinsic models, R^D for extrinsic ones).
-        noise_scale: σ ≥ 0 of the tangent noise added to the network input during training.
+        noise_scale: σ ≥ 0 of the tangent noise added to the network input during training (default: the official
+            0.1, :data:`DEFAULT_NOISE_SCALE`).
     """
 
-    def __init__(self, network: Network, *, path: Manifold, noise_scale: float = 0.0) -> None:
+    def __init__(self, network: Network, *, path: Manifold, noise_scale: float = DEFAULT_NOISE_SCALE) -> None:
         if noise_scale < 0:
             raise ValueError(f"noise_scale must be >= 0, got {noise_scale}")
         self.network = network
@@ -138,7 +165,12 @@ class EndpointFlow(FlowMatcher):
         network: f_θ(x, t).
         path: manifold of the interpolant.
         endpoint_manifold: M, where μ lives and whose distance is the loss (default: ``path``).
-        noise_scale: σ of the input noise.
+        noise_scale: σ of the input noise (default 0.1, official).
+        time_clip: upper clip c of 1/(1 - t) in the sampling velocity: ``"official"`` (default; 10 on Sⁿ, 5 on Hⁿ,
+            20 in R^D), a number ≥ 1, or None for the unclipped log_x(μ)/(1 - t).
+
+    Raises:
+        ValueError: if the two manifolds' ambient dimensions differ, or ``time_clip`` is a number below 1.
     """
 
     def __init__(
@@ -147,9 +179,15 @@ class EndpointFlow(FlowMatcher):
         *,
         path: Manifold,
         endpoint_manifold: Manifold | None = None,
-        noise_scale: float = 0.0,
+        noise_scale: float = DEFAULT_NOISE_SCALE,
+        time_clip: TimeClip = "official",
     ) -> None:
         super().__init__(network, path=path, noise_scale=noise_scale)
+        if time_clip == "official":
+            time_clip = official_time_clip(path)
+        elif time_clip is not None and not time_clip >= 1:
+            raise ValueError(f"time_clip must be >= 1 (1/(1 - t) >= 1 on [0, 1)), 'official' or None, got {time_clip}")
+        self.time_clip: float | None = None if time_clip is None else float(time_clip)
         self.endpoint_manifold = path if endpoint_manifold is None else endpoint_manifold
         if self.endpoint_manifold.ambient_dim != path.ambient_dim:
             raise ValueError(
@@ -166,8 +204,12 @@ class EndpointFlow(FlowMatcher):
         return rgvfm_loss(self.endpoint_manifold, self.endpoint(x_in, t), x1)
 
     def velocity(self, x: Tensor, t: Tensor) -> Tensor:
-        """v = log_x(μ_θ(x, t))/(1 - t) on the path manifold."""
-        return endpoint_velocity(self.path, x, self.endpoint(x, t), t)
+        """v = log_x(μ_θ(x, t)) · min(1/(1 - t), c) on the path manifold (c = ``time_clip``; unclipped when None)."""
+        v = endpoint_velocity(self.path, x, self.endpoint(x, t), t)
+        if self.time_clip is None:
+            return v
+        # log_x(μ)/(1 - t) · min(1, c (1 - t)) = log_x(μ) · min(1/(1 - t), c)
+        return v * (self.time_clip * (1 - t)).clamp(max=1.0)
 
 
 class VelocityFlow(FlowMatcher):
@@ -222,14 +264,23 @@ FLOW_SPECS: dict[str, FlowSpec] = {
 }
 
 
-def build_flow(key: str, manifold: Manifold, network: Network, *, noise_scale: float = 0.0) -> FlowMatcher:
-    """The model ``key`` (one of :data:`FLOW_SPECS`) for data on ``manifold``.
+def build_flow(
+    key: str,
+    manifold: Manifold,
+    network: Network,
+    *,
+    noise_scale: float = DEFAULT_NOISE_SCALE,
+    time_clip: TimeClip = "official",
+) -> FlowMatcher:
+    """The model ``key`` (one of :data:`FLOW_SPECS`) for data on ``manifold``, with the reproduction's defaults.
 
     Args:
         key: ``cfm``, ``vfm``, ``rgvfm_ambient``, ``rfm`` or ``rgvfm``.
         manifold: M, the data manifold.
         network: f_θ(x, t) on R^D, D = ``manifold.ambient_dim``.
-        noise_scale: σ of the input noise.
+        noise_scale: σ of the input noise (default 0.1, official).
+        time_clip: endpoint models' clip of 1/(1 - t) in the sampling velocity (see :class:`EndpointFlow`; default
+            the official clip of the path: 10 on Sⁿ, 5 on Hⁿ, 20 in R^D); velocity models have none.
 
     Returns:
         The flow; its ``path`` is M for intrinsic models and R^D otherwise.
@@ -245,4 +296,6 @@ def build_flow(key: str, manifold: Manifold, network: Network, *, noise_scale: f
     if spec.predicts == "velocity":
         return VelocityFlow(network, path=path, noise_scale=noise_scale)
     endpoint_manifold = manifold if spec.geodesic_loss else ambient
-    return EndpointFlow(network, path=path, endpoint_manifold=endpoint_manifold, noise_scale=noise_scale)
+    return EndpointFlow(
+        network, path=path, endpoint_manifold=endpoint_manifold, noise_scale=noise_scale, time_clip=time_clip
+    )

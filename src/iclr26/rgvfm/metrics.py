@@ -4,7 +4,9 @@
   ``compute_checkerboard_coverage``, read through the code search): the fraction of generated samples
   whose normal coordinates at the base point fall in a black cell of the board, plus how many of the 8
   black cells receive any sample. (It measures precision: a model putting all mass in one cell scores
-  100 %; the mode count, the cell-mass total variation and the MMD guard against that.)
+  100 %; the mode count, the cell-mass total variation and the MMD guard against that.) The official script measures
+  extrinsic models on their raw, off-manifold samples, through the base-point log map's formula applied to them
+  (:func:`official_unwrap`); ``raw=True`` does the same.
 - MMD² with the geodesic Laplacian kernel k(x, y) = exp(-d(x, y)/ℓ), averaged over bandwidths ℓ.
   The geodesic distance of Sⁿ and of Hⁿ is conditionally negative definite, so this kernel is positive
   definite on both for every ℓ; the geodesic Gaussian kernel exp(-d²/2ℓ²) is not (Feragen et al., CVPR
@@ -26,7 +28,7 @@ import torch
 from torch import Tensor
 
 from iclr26.rgvfm.benchmarks import black_cells
-from iclr26.rgvfm.manifolds import Manifold
+from iclr26.rgvfm.manifolds import Lorentz, Manifold, Sphere, inv_sinc, inv_sinhc
 
 
 @dataclass(frozen=True)
@@ -44,12 +46,41 @@ class Coverage:
     per_cell: list[int]
 
 
-def checkerboard_coverage(manifold: Manifold, x: Tensor) -> Coverage:
+_UNWRAP_EPS = 1e-7
+"""The official clamp margin of the unwrap's cosine (sphere ``eps`` 1e-7; on the hyperboloid 1e-8, below float32's
+resolution at 1, so 1e-7 is used on both)."""
+
+
+def official_unwrap(manifold: Manifold, x: Tensor) -> Tensor:
+    """The official ``unwrap`` (log map at the base point o, chart coordinates) applied to ambient points x that need
+    not lie on M, as the official coverage does with raw extrinsic samples, shape (N, 2).
+
+    Sphere (o the north pole): c = θ/sin θ · (x_1, x_2), θ = acos(clamp(x_3, -1 + ε, 1 - ε)), the log map's formula
+    with the raw x_3 as the cosine (for |x| = r ≠ 1 the radius is distorted). Hyperboloid (o = (1, 0, 0)):
+    c = r/sinh r · (x_1, x_2), r = acosh(max(x_0, 1 + ε)). On M both equal :meth:`Manifold.to_chart`.
+
+    Raises:
+        ValueError: for a manifold other than S² and H², or x not of shape (N, 3).
+    """
+    if manifold.dim != 2 or not isinstance(manifold, Sphere | Lorentz):
+        raise ValueError(f"official_unwrap is defined on S² and H², got {manifold.name}")
+    if x.ndim != 2 or x.shape[1] != 3:
+        raise ValueError(f"x must be an (N, 3) tensor of ambient points, got shape {tuple(x.shape)}")
+    if isinstance(manifold, Sphere):
+        theta = torch.acos(x[:, 2].clamp(-1 + _UNWRAP_EPS, 1 - _UNWRAP_EPS))
+        return x[:, :2] * inv_sinc(theta).unsqueeze(-1)
+    r = torch.acosh(x[:, 0].clamp_min(1 + _UNWRAP_EPS))
+    return x[:, 1:] * inv_sinhc(r).unsqueeze(-1)
+
+
+def checkerboard_coverage(manifold: Manifold, x: Tensor, *, raw: bool = False) -> Coverage:
     """Coverage of samples x on a 2-manifold, measured in normal coordinates at its base point.
 
     Args:
         manifold: the 2-manifold the board was wrapped onto.
-        x: samples on the manifold, (N, D) (project extrinsic samples first).
+        x: samples on the manifold, (N, D); with ``raw`` any ambient points (extrinsic samples as generated).
+        raw: chart the points with :func:`official_unwrap` (the official coverage of extrinsic models) instead of
+            requiring them on M.
 
     Returns:
         :class:`Coverage`.
@@ -60,10 +91,9 @@ def checkerboard_coverage(manifold: Manifold, x: Tensor) -> Coverage:
     """
     if manifold.dim != 2:
         raise ValueError(f"checkerboard coverage needs a 2-dimensional manifold, got {manifold.name}")
-    manifold.check(x, "x")
     if x.ndim != 2:
         raise ValueError(f"x must be an (N, {manifold.ambient_dim}) tensor of samples, got shape {tuple(x.shape)}")
-    cells = black_cells(manifold.to_chart(x))
+    cells = black_cells(official_unwrap(manifold, x) if raw else manifold.to_chart(manifold.check(x, "x")))
     counts = torch.bincount(cells[cells >= 0], minlength=8)
     return Coverage(
         coverage=float((cells >= 0).float().mean()),
