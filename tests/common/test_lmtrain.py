@@ -97,3 +97,34 @@ def test_bad_schedules_and_divergence_raise():
         model.head.weight.fill_(math.inf)
     with pytest.raises(TrainingDiverged, match="at step 0"):
         train_lm(model, periodic_data(), lambda step, seen: BatchPlan(1e-3, 2), cfg)
+
+
+class ScaledDecay:
+    """A constant schedule with a weight-decay multiplier (the optional part of the Schedule protocol)."""
+
+    def __init__(self, factor: float) -> None:
+        self.factor = factor
+
+    def __call__(self, step: int, tokens_seen: int) -> BatchPlan:
+        return BatchPlan(1e-2, 4)
+
+    def weight_decay_multiplier(self, tokens_seen: int) -> float:
+        return self.factor
+
+
+def test_schedule_weight_decay_multiplier_scales_the_configured_decay():
+    # AdamW's decoupled decay θ ← θ − η λ θ: λ = 0.1 × 2 must equal λ = 0.2 bit for bit, and × 0 must equal λ = 0.
+    def final_params(weight_decay: float, schedule) -> list[torch.Tensor]:
+        torch.manual_seed(0)
+        model = TinyLM(MODEL)
+        cfg = TrainConfig(total_tokens=16 * 4 * 6, context_len=16, weight_decay=weight_decay, eval_tokens=64)
+        train_lm(model, periodic_data(), schedule, cfg)
+        return [p.detach().clone() for p in model.parameters()]
+
+    plain = lambda step, seen: BatchPlan(1e-2, 4)  # noqa: E731
+    for got, want in ((final_params(0.1, ScaledDecay(2.0)), final_params(0.2, plain)),
+                      (final_params(0.1, ScaledDecay(0.0)), final_params(0.0, plain))):  # fmt: skip
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(final_params(0.1, plain), final_params(0.0, plain), strict=True))
+    with pytest.raises(ValueError, match="weight_decay_multiplier=-1.0 at step 0"):
+        final_params(0.1, ScaledDecay(-1.0))

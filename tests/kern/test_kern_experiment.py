@@ -24,49 +24,63 @@ def test_smoke_run_through_cli(smoke):
     record = smoke("kern")
     metrics = record["metrics"]
     per = metrics["per_router"]
-    assert set(per) == {"softmax", "kern", "dense"}
+    assert set(per) == {"softmax", "softmax_renorm", "kern"}
     for name, entry in per.items():
         curve = entry["val_loss_curves"][0]
         assert curve[-1] < curve[0], f"{name}: validation loss did not decrease ({curve})"
         assert math.isfinite(entry["final_val_loss_mean"])
+        # Every model was trained at every LR of the sweep and is judged at its own best one.
+        by_lr = entry["final_val_loss_mean_by_lr"]
+        assert set(by_lr) == {"0.003", "0.006"}
+        assert entry["best_lr"] == float(min(by_lr, key=by_lr.get))
+        assert entry["final_val_loss_mean"] == pytest.approx(min(by_lr.values()), rel=1e-12)
     assert per["kern"]["gamma_final"][0][0] != 1.0  # γ was trained
     assert 0 <= per["kern"]["val_load_cv_mean"]
     assert record["units"] == [
-        "train-softmax-seed0",
-        "train-kern-seed0",
-        "train-dense-seed0",
-        "bench-routers",
-        "scale-check",
-    ]
+        f"train-{name}-lr={lr}-seed{i}"
+        for i in range(2)
+        for lr in ("0.003", "0.006")
+        for name in ("softmax", "softmax_renorm", "kern")
+    ] + ["bench-routers", "scale-check"]
     # Wall-clock numbers live in `timings` only, never in the metrics or the evidence.
     timings = record["timings"]
     assert timings["process_cpu_time_s"] > 0
-    assert timings["router_bench"]["median_ratio_kern_over_softmax"] > 0
-    assert all(t["min_ms"] > 0 for t in timings["router_bench"]["fwd_bwd_ms"].values())
+    bench = timings["router_bench"]
+    assert bench["median_ratio_kern_over_softmax"] > 0
+    assert set(bench["gate_median_paired_ratio_kern_over_softmax"]) == {"softmax", "softmax_renorm"}
+    assert all(t["min_ms"] > 0 for t in bench["gate_fwd_bwd_ms"].values())
+    assert all(t["min_ms"] > 0 for t in bench["fwd_bwd_ms"].values())
     assert not any("time" in key for key in (*metrics, *per["kern"], *record["evidence"]))
     # The evidence is recomputed here from the per-seed losses and the counted gate cost it rests on. Smoke:
-    # 4 experts, top-2, so (gate_cost's docstring) Softmax 6E - 2 = 22 and KERN 5E + 1 = 21 FLOPs per token.
+    # 4 experts, top-2, so (gate_cost's docstring) Softmax 6E - 2 = 22, renormalised Softmax 22 + 2K = 26 and
+    # KERN 5E + 1 = 21 FLOPs per token; the cost is judged against the cheaper Softmax (22).
     evidence = record["evidence"]
-    kern_mean = statistics.fmean(per["kern"]["final_val_loss"])
-    softmax_mean = statistics.fmean(per["softmax"]["final_val_loss"])
-    assert evidence["loss_gap"] == pytest.approx(kern_mean - softmax_mean, rel=1e-12, abs=1e-15)
+    stronger = min(("softmax", "softmax_renorm"), key=lambda n: per[n]["final_val_loss_mean"])
+    assert evidence["stronger_softmax"] == stronger
+    gaps = [k - s for k, s in zip(per["kern"]["final_val_loss"], per[stronger]["final_val_loss"], strict=True)]
+    assert evidence["loss_gap_per_seed"] == pytest.approx(gaps, rel=1e-12, abs=1e-15)
+    assert evidence["loss_gap"] == pytest.approx(statistics.fmean(gaps), rel=1e-12, abs=1e-15)
+    # Two seeds: the paired-t interval d̄ ± t_{0.975, 1} · sd / √2 with t_{0.975, 1} = 12.706.
+    half = 12.7062047 * statistics.stdev(gaps) / math.sqrt(2)
+    assert evidence["loss_gap_ci"] == pytest.approx([evidence["loss_gap"] - half, evidence["loss_gap"] + half])
     assert (evidence["kern_gate_flops_per_token"], evidence["softmax_gate_flops_per_token"]) == (21, 22)
+    assert per["softmax_renorm"]["gate_cost_per_token"]["flops"] == 26
     assert per["kern"]["gate_cost_per_token"]["flops"] == 21
     assert per["kern"]["gate_cost_per_token"]["router_flops"] == 21 + 2 * 32 * 4  # + the logits, 2 D E
     assert evidence["gate_flops_ratio"] == pytest.approx(21 / 22)
     thresholds = evidence["thresholds"]
-    assert set(thresholds) == {"loss_tolerance", "cost_tolerance"}
+    assert set(thresholds) == {"loss_tolerance", "confidence", "cost_tolerance"}
     assert (
         thresholds["cost_tolerance"]["value"] == 0.0
         and "zero additional cost" in thresholds["cost_tolerance"]["source"]
     )
     expected = (
-        evidence["loss_gap"] <= thresholds["loss_tolerance"]["value"]
+        evidence["loss_gap_ci"][1] < thresholds["loss_tolerance"]["value"]
         and evidence["gate_flops_ratio"] <= 1 + thresholds["cost_tolerance"]["value"]
     )
-    assert record["claim_held"] == expected
-    assert "None" not in record["measurement"] and "gate FLOPs/token KERN 21 vs Softmax 22" in record["measurement"]
-    assert set(record["plots"]) == {"val_loss.png", "expert_load.png"}
+    assert record["claim_held"] is expected
+    assert "None" not in record["measurement"] and "gate FLOPs/token KERN 21 vs softmax 22" in record["measurement"]
+    assert set(record["plots"]) == {"val_loss.png", "expert_load.png", "lr_sweep.png"}
 
 
 def test_gpu_scale_without_cuda_exits_2_and_writes_nothing(capsys, tmp_path):

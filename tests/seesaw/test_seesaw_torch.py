@@ -42,6 +42,7 @@ def test_seesaw_lr_state_dict_resumes() -> None:
     opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
     first = SeesawLR(opt, s)
     for _ in range(30):
+        opt.step()
         first.step()
     state = first.state_dict()
     opt2 = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
@@ -74,6 +75,7 @@ def test_batch_sampler_sizes_match_the_plan_and_the_driver() -> None:
         assert len(batch) == driver.batch_size
         sizes.append(len(batch))
         stream += batch.tolist()
+        opt.step()
         driver.step(len(batch))
     assert sizes == s.plan().batch_size.tolist() and len(sizes) == len(sampler)
     assert driver.finished
@@ -118,3 +120,106 @@ def test_drives_the_common_trainer() -> None:
     assert history.batch_size == plan.batch_size.tolist()
     assert history.lr == pytest.approx(plan.lr.tolist(), rel=1e-12)
     assert history.tokens_seen == T * 60 and max(history.batch_size) == 8
+
+
+def test_seesaw_lr_is_a_chainable_torch_lr_scheduler() -> None:
+    s = schedule()
+    w = torch.nn.Parameter(torch.zeros(2))
+    opt = torch.optim.SGD([w], lr=0.5)
+    seesaw = SeesawLR(opt, s)
+    decay = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+    assert isinstance(seesaw, torch.optim.lr_scheduler.LRScheduler)
+    chain = torch.optim.lr_scheduler.ChainedScheduler([seesaw, decay])
+    plan = s.plan()
+    # Chained, the factors multiply: lr_t = 0.5 · m(n_t) · 0.9^t (ExponentialLR's initial step applies no factor).
+    for t in range(12):
+        assert opt.param_groups[0]["lr"] == pytest.approx(0.5 * plan.lr[t] / s.peak_lr * 0.9**t, rel=1e-12)
+        opt.step()
+        chain.step()
+
+
+def _train_steps(model, opt, sched, data, n):
+    for _ in range(n):
+        b = sched.batch_size
+        x, y = data[0][:b], data[1][:b]
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+        sched.step(b)
+
+
+def _fresh(s):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
+    return model, opt, SeesawLR(opt, s)
+
+
+def test_state_dict_round_trip_mid_run_equals_an_uninterrupted_run() -> None:
+    import io
+
+    s = schedule(peak_lr=0.05)
+    g = torch.Generator().manual_seed(1)
+    data = (torch.randn(16, 3, generator=g), torch.randn(16, 1, generator=g))
+    model, opt, sched = _fresh(s)
+    _train_steps(model, opt, sched, data, 60)
+    # Interrupted after 25 steps (inside the ramp): save, rebuild everything, load, continue.
+    m1, o1, s1 = _fresh(s)
+    _train_steps(m1, o1, s1, data, 25)
+    buffer = io.BytesIO()
+    torch.save({"model": m1.state_dict(), "opt": o1.state_dict(), "sched": s1.state_dict()}, buffer)
+    buffer.seek(0)
+    state = torch.load(buffer, weights_only=False)
+    m2, o2, s2 = _fresh(s)
+    m2.load_state_dict(state["model"])
+    o2.load_state_dict(state["opt"])
+    s2.load_state_dict(state["sched"])
+    assert (s2.tokens_seen, s2.step_count, s2.batch_size) == (s1.tokens_seen, 25, s1.batch_size)
+    _train_steps(m2, o2, s2, data, 35)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), m2.parameters(), strict=True))
+    assert o2.param_groups[0]["lr"] == opt.param_groups[0]["lr"] and s2.get_last_lr() == sched.get_last_lr()
+    assert o2.param_groups[0]["weight_decay"] == opt.param_groups[0]["weight_decay"]
+    assert s2.tokens_seen == sched.tokens_seen and s2.step_count == sched.step_count == 60
+    # The old {"step_count", "tokens_seen"} form still loads (LRs and decays set from the counters).
+    _, o3, s3 = _fresh(s)
+    s3.load_state_dict({"step_count": 25, "tokens_seen": s1.tokens_seen})
+    assert o3.param_groups[0]["lr"] == pytest.approx(o1.param_groups[0]["lr"], rel=1e-12)
+    assert o3.param_groups[0]["weight_decay"] == pytest.approx(o1.param_groups[0]["weight_decay"], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kw", "rho"),
+    [
+        ({}, lambda k: 2 ** (min(k, 2) / 2)),  # Seesaw: a = √2, β = 2: ρ = (√2·2/2)^k = √2^k, capped at K = 2
+        ({"rule": "sgd"}, lambda k: 1.0),  # naive ramp: a = 1, β = 2: ρ = 1
+        ({"batch_growth": 4.0, "max_batch_size": 64}, lambda k: 2.0 ** min(k, 2)),  # pure ramp: a = 1, β = 4: 2^k
+        ({"weight_decay_correction": "none"}, lambda k: 1.0),
+    ],
+)
+def test_weight_decay_correction_keeps_the_base_decay_per_token(kw, rho) -> None:
+    s = schedule(base=CosineDecay(0.05), **kw)  # 4 halvings: two ramped cuts, then two plain decays
+    lam = 0.1
+    w = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.AdamW([w], lr=0.5, weight_decay=lam)
+    sched = SeesawLR(opt, s)
+    seen_k = set()
+    while not sched.finished:
+        n = sched.tokens_seen
+        k = int(s.cuts(n)) if n >= s.warmup_tokens else 0
+        seen_k.add(k)
+        assert s.weight_decay_multiplier(n) == pytest.approx(rho(k), rel=1e-12)
+        assert opt.param_groups[0]["weight_decay"] == pytest.approx(lam * rho(k), rel=1e-12)
+        if n >= s.warmup_tokens and kw.get("weight_decay_correction") != "none":
+            # η ρ λ / B equals the base staircase's η₀ α^{-k} λ / B₀ (decay per sample).
+            base = s.peak_lr * 2.0**-k * lam / s.base_batch_size
+            assert opt.param_groups[0]["lr"] * opt.param_groups[0]["weight_decay"] / s.batch_size(n) == pytest.approx(
+                base, rel=1e-12
+            )
+        opt.step()
+        sched.step()
+    assert seen_k == {0, 1, 2, 3, 4}
+
+
+def test_weight_decay_correction_is_validated() -> None:
+    with pytest.raises(ValueError, match="weight_decay_correction must be one of"):
+        schedule(weight_decay_correction="per_step")

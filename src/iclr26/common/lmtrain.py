@@ -4,7 +4,8 @@ One step of :func:`train_lm`:
 
 1. ask the schedule for ``BatchPlan(lr, batch_size)`` at ``(step, tokens_seen)``; the last step's batch is cut so
    that the run ends at exactly (at most one sequence past) ``total_tokens``;
-2. set every AdamW parameter group's learning rate to ``lr``;
+2. set every AdamW parameter group's learning rate to ``lr`` (and, if the schedule has a
+   ``weight_decay_multiplier(tokens_seen)`` method, its weight decay to the configured one times that factor);
 3. draw ``batch_size`` random windows of ``context_len + 1`` tokens from the training split;
 4. accumulate gradients over micro-batches of at most ``micro_batch_size`` sequences, each micro-batch's loss
    weighted by its share of the batch, so the gradient equals the full batch's mean-loss gradient;
@@ -43,7 +44,12 @@ class BatchPlan(NamedTuple):
 
 
 class Schedule(Protocol):
-    """Anything that maps ``(step, tokens_seen)`` to a :class:`BatchPlan`."""
+    """Anything that maps ``(step, tokens_seen)`` to a :class:`BatchPlan`.
+
+    A schedule may also define ``weight_decay_multiplier(tokens_seen) -> float`` (e.g.
+    :class:`iclr26.seesaw.Seesaw`): :func:`train_lm` then multiplies each group's configured weight decay by it
+    at every step.
+    """
 
     def __call__(self, step: int, tokens_seen: int) -> BatchPlan: ...
 
@@ -268,6 +274,8 @@ def train_lm(
     """
     generator = torch.Generator().manual_seed(config.seed)
     optimizer = make_optimizer(model, config)
+    base_weight_decay = [group["weight_decay"] for group in optimizer.param_groups]  # before a resume overwrites them
+    weight_decay_multiplier = getattr(schedule, "weight_decay_multiplier", None)
     history = TrainHistory()
     ckpt = Path(config.checkpoint_path) if config.checkpoint_path else None
     if ckpt is not None and ckpt.is_file():
@@ -298,8 +306,14 @@ def train_lm(
             raise ValueError(f"schedule returned lr={plan.lr} at step {step}; it must be finite and non-negative")
         # Step 1: cut the last batch so that the run ends at the token budget.
         batch = min(plan.batch_size, math.ceil((config.total_tokens - seen) / T))
-        for group in optimizer.param_groups:  # Step 2
+        wd_scale = 1.0 if weight_decay_multiplier is None else float(weight_decay_multiplier(seen))
+        if not (math.isfinite(wd_scale) and wd_scale >= 0):
+            raise ValueError(
+                f"schedule returned weight_decay_multiplier={wd_scale} at step {step}; it must be finite and >= 0"
+            )
+        for group, wd in zip(optimizer.param_groups, base_weight_decay, strict=True):  # Step 2
             group["lr"] = plan.lr
+            group["weight_decay"] = wd * wd_scale
         x, y = data.sample(batch, T, generator)  # Step 3: (B, T) each, drawn on the CPU for reproducibility
         x, y = x.to(device), y.to(device)
         optimizer.zero_grad(set_to_none=True)

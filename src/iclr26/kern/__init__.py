@@ -5,7 +5,7 @@ Drop-in components: :class:`Router` (Softmax, Sigmoid, Tanh, KERN and any member
 :class:`iclr26.common.tinylm.TinyLM` (``TinyLM(cfg, ffn_factory=lambda i: MoEFeedForward(...))``).
 """
 
-from iclr26.kern.moe import Dispatch, MoEFeedForward, expert_capacity, group_by_expert
+from iclr26.kern.moe import Dispatch, MoEFeedForward, PaddedDispatch, expert_capacity, group_by_expert, pad_by_expert
 from iclr26.kern.router import (
     ROUTERS,
     GateCost,
@@ -28,6 +28,7 @@ __all__ = [
     "Dispatch",
     "GateCost",
     "MoEFeedForward",
+    "PaddedDispatch",
     "Router",
     "RouterOutput",
     "RouterSpec",
@@ -39,6 +40,7 @@ __all__ = [
     "gate_scores",
     "group_by_expert",
     "normalize",
+    "pad_by_expert",
     "projection_flops",
     "select_top_k",
     "switch_balance_loss",

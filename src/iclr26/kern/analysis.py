@@ -7,6 +7,8 @@ arXiv 2509.25913.
   outputs ``E_m(x)`` independent, zero-mean and of unit variance per coordinate, the MoE output's second moment per
   coordinate is ``E[Σ_m g_m²]``. Under KERN the kept gates are a slice of a unit vector (times γ), so this does not
   grow or shrink with the number of experts ``M`` when ``K / M`` is fixed; under Softmax it shrinks like ``1 / M``.
+* :func:`time_gates` — wall time of the gate alone (no projection), and :func:`median_paired_ratio`, the median of
+  round-by-round ratios of two timings.
 * :func:`make_router_bench` and :func:`time_routers` — wall time of routers' forward + backward, all routers on the
   same weights and input (the "zero additional cost" claim).
 * :func:`coefficient_of_variation` — the load-balance metric ``std(c) / mean(c)`` of assignments per expert.
@@ -25,7 +27,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from iclr26.kern.router import Router, RouterSpec
+from iclr26.kern.router import ROUTERS, Router, RouterSpec, _gate_values, select_top_k
 
 
 def coefficient_of_variation(counts: Tensor) -> float:
@@ -135,11 +137,13 @@ class RouterTiming:
         median_ms: median over the timed repeats, milliseconds.
         min_ms: fastest repeat, milliseconds (the least disturbed by other processes on a shared machine).
         repeats: number of timed repeats (after the warm-up).
+        times_ms: every timed repeat in round order (for ratios paired round by round).
     """
 
     median_ms: float
     min_ms: float
     repeats: int
+    times_ms: tuple[float, ...] = ()
 
 
 def time_routers(
@@ -184,5 +188,76 @@ def time_routers(
             if i >= warmup:
                 times[name].append((time.perf_counter() - t0) * 1e3)
     return {
-        name: RouterTiming(median_ms=statistics.median(t), min_ms=min(t), repeats=repeats) for name, t in times.items()
+        name: RouterTiming(median_ms=statistics.median(t), min_ms=min(t), repeats=repeats, times_ms=tuple(t))
+        for name, t in times.items()
+    }
+
+
+def median_paired_ratio(a: RouterTiming, b: RouterTiming) -> float:
+    """Median over rounds of ``a_i / b_i``: the two timings' repeats paired round by round (same machine state).
+
+    Raises:
+        ValueError: if the timings hold different numbers of rounds or none.
+    """
+    if len(a.times_ms) != len(b.times_ms) or not a.times_ms:
+        raise ValueError(
+            f"need the same positive number of rounds in both timings, got {len(a.times_ms)} and {len(b.times_ms)}"
+        )
+    return statistics.median(x / y for x, y in zip(a.times_ms, b.times_ms, strict=True))
+
+
+def time_gates(
+    specs: dict[str, RouterSpec | str], logits: Tensor, k: int, *, repeats: int = 20, warmup: int = 3
+) -> dict[str, RouterTiming]:
+    """Time the gate alone (steps 2-5: activation, normalisation, γ, top-k and renormalisation), forward plus the
+    backward of ``Σ combine_weights``, on the same logits for every router, interleaved as in :func:`time_routers`.
+
+    The shared projection ``W x + b`` is left out, so a slower gate is not diluted by it.
+
+    Args:
+        specs: name -> router name in :data:`~iclr26.kern.router.ROUTERS` or :class:`RouterSpec`.
+        logits: ``(N, E)`` router logits (a leaf; their gradient is computed).
+        k: experts per token.
+        repeats: timed rounds.
+        warmup: untimed rounds first.
+
+    Returns:
+        name -> :class:`RouterTiming` (with every round's time).
+
+    Raises:
+        ValueError: if ``specs`` is empty, ``repeats < 1`` or ``warmup < 0``.
+    """
+    if not specs or repeats < 1 or warmup < 0:
+        raise ValueError(
+            f"need at least one router, repeats >= 1 and warmup >= 0; got {len(specs)} routers, "
+            f"repeats={repeats}, warmup={warmup}"
+        )
+    resolved = {name: ROUTERS[s] if isinstance(s, str) else s for name, s in specs.items()}
+    logits = logits.detach().requires_grad_(True)
+    gamma = torch.ones((), dtype=logits.dtype, device=logits.device, requires_grad=True)
+    sync = torch.cuda.synchronize if logits.is_cuda else (lambda: None)
+    names = list(resolved)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(warmup + repeats):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            spec = resolved[name]
+            logits.grad, gamma.grad = None, None
+            sync()
+            t0 = time.perf_counter()
+            gates = _gate_values(
+                logits,
+                activation=spec.activation,
+                normalization=spec.normalization,
+                order=spec.order,
+                gamma=gamma,
+                eps=None,
+            )
+            chosen = select_top_k(logits, gates, k, renormalize=spec.renormalize)
+            chosen.combine_weights.sum().backward()
+            sync()
+            if i >= warmup:
+                times[name].append((time.perf_counter() - t0) * 1e3)
+    return {
+        name: RouterTiming(median_ms=statistics.median(t), min_ms=min(t), repeats=repeats, times_ms=tuple(t))
+        for name, t in times.items()
     }

@@ -8,9 +8,11 @@ expert ``E_m`` is a GELU MLP ``W2_m · GELU(W1_m x + b1_m) + b2_m`` like the mod
 One forward pass over ``N`` tokens:
 
 1. route: ``RouterOutput`` (experts ``(N, K)``, weights ``(N, K)``, balance loss);
-2. group the ``N · K`` assignments by expert with a stable sort (:func:`group_by_expert`); with a capacity factor,
-   an expert keeps only its first ``C = ⌈cf · N · K / E⌉`` assignments in token order (off by default: dropless);
-3. gather the tokens of each expert (one index operation), run each expert on its contiguous slice;
+2. group the ``N · K`` assignments by expert with a stable sort (:func:`group_by_expert`, or :func:`pad_by_expert`
+   into a fixed ``(E, C)`` grid); with a capacity factor, an expert keeps only its first ``C = ⌈cf · N · K / E⌉``
+   assignments in token order (off by default: dropless);
+3. gather the tokens of each expert (one index operation), run each expert on its contiguous slice (``grouped``)
+   or all experts at once on the grid (``padded``, no host synchronisation);
 4. scale each result by its combine weight and scatter-add it back to its token (``index_add_``);
 5. return ``FFNOutput(y, aux_loss = α · balance_loss)`` with ``α`` = ``aux_loss_coef``.
 
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -37,6 +39,8 @@ from torch import Tensor, nn
 
 from iclr26.common.tinylm import FFNOutput
 from iclr26.kern.router import Router, RouterOutput, RouterSpec, expert_counts
+
+DISPATCHES: tuple[str, ...] = ("auto", "grouped", "padded")
 
 
 class Dispatch(NamedTuple):
@@ -94,6 +98,70 @@ def group_by_expert(expert_index: Tensor, num_experts: int, capacity: int | None
     return Dispatch(assignment=order, token=torch.div(order, k, rounding_mode="floor"), counts=counts, dropped=dropped)
 
 
+class PaddedDispatch(NamedTuple):
+    """Assignments laid out in a fixed ``(E, C)`` grid of slots, with static shapes (no host synchronisation).
+
+    Attributes:
+        slot_token: ``(E · C,)`` long, the token in each slot; ``N`` (a padding row) for an empty slot.
+        slot_assignment: ``(E · C,)`` long, the flattened ``(N · K)`` assignment in each slot; ``N · K`` for an
+            empty slot.
+        counts: ``(E,)`` long, kept assignments per expert.
+        dropped: 0-dim long tensor, assignments that found no slot.
+        capacity: ``C``, slots per expert.
+    """
+
+    slot_token: Tensor
+    slot_assignment: Tensor
+    counts: Tensor
+    dropped: Tensor
+    capacity: int
+
+
+def pad_by_expert(expert_index: Tensor, num_experts: int, capacity: int) -> PaddedDispatch:
+    """Place the ``N · K`` assignments in ``E`` rows of ``capacity`` slots, in token order within each expert.
+
+    Every shape depends on ``N``, ``K``, ``E`` and ``capacity`` only, and no value is read back to the host, so
+    on a GPU this runs without synchronising. With ``capacity = N`` nothing is dropped (a token picks an expert at
+    most once); a smaller capacity drops an expert's latest tokens, as :func:`group_by_expert` does.
+
+    Args:
+        expert_index: ``(N, K)`` long, distinct experts per row.
+        num_experts: ``E``.
+        capacity: ``C ≥ 1`` slots per expert.
+
+    Returns:
+        The :class:`PaddedDispatch`.
+
+    Raises:
+        ValueError: if ``expert_index`` is not 2-D or ``capacity`` is below 1.
+    """
+    if expert_index.dim() != 2:
+        raise ValueError(f"expert_index must be (N, K), got shape {tuple(expert_index.shape)}")
+    if capacity < 1:
+        raise ValueError(f"capacity must be at least 1 slot per expert, got {capacity}")
+    n, k = expert_index.shape
+    flat = expert_index.reshape(-1)  # (N·K,)
+    order = torch.argsort(flat, stable=True)  # (N·K,) sorted by expert, token order kept
+    counts = expert_counts(flat, num_experts)  # (E,)
+    starts = torch.cumsum(counts, 0) - counts  # (E,)
+    expert_sorted = flat[order]
+    position = torch.arange(flat.numel(), device=flat.device) - starts[expert_sorted]  # rank within its expert
+    keep = position < capacity
+    # Dropped assignments go to one extra slot E·C, cut off below.
+    slot = torch.where(keep, expert_sorted * capacity + position, num_experts * capacity)  # (N·K,)
+    size = num_experts * capacity + 1
+    slot_assignment = torch.full((size,), n * k, dtype=torch.long, device=flat.device).scatter_(0, slot, order)
+    slot_assignment = slot_assignment[:-1]  # (E·C,)
+    slot_token = torch.where(slot_assignment < n * k, torch.div(slot_assignment, k, rounding_mode="floor"), n)
+    return PaddedDispatch(
+        slot_token=slot_token,
+        slot_assignment=slot_assignment,
+        counts=counts.clamp(max=capacity),
+        dropped=(~keep).sum(),
+        capacity=capacity,
+    )
+
+
 class MoEFeedForward(nn.Module):
     """Top-k MoE feed-forward block: ``y = Σ_{m ∈ TopK} g_m(x) · E_m(x)``.
 
@@ -108,13 +176,22 @@ class MoEFeedForward(nn.Module):
         router_bias: use the router bias ``b``.
         dropout: dropout on the block output (as the dense MLP).
         init_std: standard deviation of the expert weight initialisation (0.02: TinyLM's ``nn.Linear`` init).
+        dispatch: ``grouped`` (:func:`group_by_expert`, then one matrix product per expert on its contiguous slice:
+            the least compute, but the slice sizes are read back to the host, one synchronisation per layer on a GPU),
+            ``padded`` (:func:`pad_by_expert`, then one batched product over a fixed ``(E, C, D)`` grid: no
+            synchronisation; dropless it uses ``C = N``, i.e. ``E / K`` times the active compute, so pair it with a
+            ``capacity_factor`` at scale) or ``auto`` (``padded`` on CUDA, ``grouped`` elsewhere). Both give the
+            same output.
+        check_finite: passed to the :class:`~iclr26.kern.router.Router` (NaN/inf checks, a host synchronisation).
+        bias_update_rate: passed to the router: ``u`` of the auxiliary-loss-free balancing (0: off).
 
     Shapes:
         ``forward(x: (..., D)) -> FFNOutput(y (..., D), aux_loss scalar | None)``.
 
     Raises:
         ValueError: for a non-positive size, ``k`` outside ``[1, E]``, ``aux_loss_coef < 0``, ``capacity_factor
-            <= 0`` or ``init_std < 0``; in ``forward``, for an input with the wrong hidden size.
+            <= 0``, ``init_std < 0`` or an unknown ``dispatch``; in ``forward``, for an input with the wrong hidden
+            size.
     """
 
     def __init__(
@@ -130,6 +207,9 @@ class MoEFeedForward(nn.Module):
         router_bias: bool = True,
         dropout: float = 0.0,
         init_std: float = 0.02,
+        dispatch: Literal["auto", "grouped", "padded"] = "auto",
+        check_finite: bool = True,
+        bias_update_rate: float = 0.0,
     ) -> None:
         super().__init__()
         if d_expert < 1:
@@ -140,7 +220,18 @@ class MoEFeedForward(nn.Module):
             raise ValueError(f"capacity_factor must be positive or None (dropless), got {capacity_factor}")
         if not init_std >= 0:
             raise ValueError(f"init_std must be non-negative, got {init_std}")
-        self.router = Router(d_model, num_experts, k, router, bias=router_bias)
+        if dispatch not in DISPATCHES:
+            raise ValueError(f"dispatch must be one of {DISPATCHES}, got {dispatch!r}")
+        self.dispatch = dispatch
+        self.router = Router(
+            d_model,
+            num_experts,
+            k,
+            router,
+            bias=router_bias,
+            check_finite=check_finite,
+            bias_update_rate=bias_update_rate,
+        )
         self.d_model, self.num_experts, self.k, self.d_expert = d_model, num_experts, k, d_expert
         self.aux_loss_coef, self.capacity_factor = aux_loss_coef, capacity_factor
         self.w1 = nn.Parameter(torch.randn(num_experts, d_model, d_expert) * init_std)  # (E, D, H)
@@ -150,12 +241,13 @@ class MoEFeedForward(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.time_router = False
         self.register_buffer("load_counts", torch.zeros(num_experts, dtype=torch.long), persistent=False)
+        self.register_buffer("dropped", torch.zeros((), dtype=torch.long), persistent=False)
         self.reset_stats()
 
     def reset_stats(self) -> None:
         """Zero the statistics: ``load_counts``, ``dropped``, ``router_time_s``, ``router_calls``."""
         self.load_counts.zero_()
-        self.dropped = 0
+        self.dropped.zero_()
         self.router_time_s = 0.0
         self.router_calls = 0
 
@@ -192,6 +284,19 @@ class MoEFeedForward(nn.Module):
             if self.capacity_factor is None
             else expert_capacity(flat.shape[0], self.k, self.num_experts, self.capacity_factor)
         )
+        mode = self.dispatch if self.dispatch != "auto" else ("padded" if flat.is_cuda else "grouped")
+        if mode == "grouped":
+            y, counts, dropped = self._grouped(flat, routed, capacity)
+        else:
+            y, counts, dropped = self._padded(flat, routed, flat.shape[0] if capacity is None else capacity)
+        with torch.no_grad():
+            self.load_counts += counts
+            self.dropped += dropped
+        aux = self.aux_loss_coef * routed.balance_loss if self.aux_loss_coef > 0 else None  # Step 5
+        return FFNOutput(self.drop(y).reshape(x.shape), aux)
+
+    def _grouped(self, flat: Tensor, routed: RouterOutput, capacity: int | None) -> tuple[Tensor, Tensor, int]:
+        """Steps 2-4 with :func:`group_by_expert`: one product per expert on its slice (sizes read on the host)."""
         groups = group_by_expert(routed.expert_index, self.num_experts, capacity)  # Step 2
         xs = flat[groups.token]  # (S, D), Step 3
         ys = torch.cat(
@@ -200,14 +305,25 @@ class MoEFeedForward(nn.Module):
         weights = routed.combine_weights.reshape(-1)[groups.assignment]  # (S,)
         # Step 4: y_t = Σ_{m ∈ TopK(t)} g_tm E_m(x_t)
         y = torch.zeros_like(flat).index_add_(0, groups.token, ys * weights[:, None].to(ys.dtype))  # (N, D)
-        with torch.no_grad():
-            self.load_counts += groups.counts
-            self.dropped += groups.dropped
-        aux = self.aux_loss_coef * routed.balance_loss if self.aux_loss_coef > 0 else None  # Step 5
-        return FFNOutput(self.drop(y).reshape(x.shape), aux)
+        return y, groups.counts, groups.dropped
+
+    def _padded(self, flat: Tensor, routed: RouterOutput, capacity: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Steps 2-4 with :func:`pad_by_expert`: static shapes, no host synchronisation."""
+        n = flat.shape[0]
+        grid = pad_by_expert(routed.expert_index, self.num_experts, capacity)  # Step 2
+        padded = torch.cat([flat, flat.new_zeros(1, self.d_model)])  # (N + 1, D), row N = empty slot
+        xs = padded[grid.slot_token].view(self.num_experts, capacity, self.d_model)  # (E, C, D), Step 3
+        h = F.gelu(torch.baddbmm(self.b1[:, None, :].to(xs.dtype), xs, self.w1.to(xs.dtype)))  # (E, C, H)
+        ys = torch.baddbmm(self.b2[:, None, :].to(h.dtype), h, self.w2.to(h.dtype))  # (E, C, D)
+        weights = torch.cat([routed.combine_weights.reshape(-1), routed.combine_weights.new_zeros(1)])
+        slot_weight = weights[grid.slot_assignment]  # (E·C,), 0 for empty slots
+        # Step 4: y_t = Σ_{m ∈ TopK(t)} g_tm E_m(x_t); empty slots land on the padding row N, cut off.
+        contrib = ys.reshape(-1, self.d_model) * slot_weight[:, None].to(ys.dtype)  # (E·C, D)
+        y = flat.new_zeros(n + 1, self.d_model).index_add_(0, grid.slot_token, contrib.to(flat.dtype))[:n]
+        return y, grid.counts, grid.dropped
 
     def extra_repr(self) -> str:
         return (
             f"d_model={self.d_model}, num_experts={self.num_experts}, k={self.k}, d_expert={self.d_expert}, "
-            f"aux_loss_coef={self.aux_loss_coef}, capacity_factor={self.capacity_factor}"
+            f"aux_loss_coef={self.aux_loss_coef}, capacity_factor={self.capacity_factor}, dispatch={self.dispatch}"
         )

@@ -24,6 +24,11 @@ a token's scores by one positive number, so the ordering of ``s`` is the orderin
 zero region are then broken by ``s``, and the tied experts get weight 0). This needs ``γ > 0``; γ is not constrained,
 and the selection stays on ``s`` whatever its sign (the README reports the trained values).
 
+Precision: :class:`Router` computes the logits and the gate in float32 (float64 inputs stay in float64) whatever the
+input dtype or autocast state, and casts only the combine weights to the experts' dtype. NaN/inf checks, which read a
+value back to the host, sit behind ``check_finite``. An auxiliary-loss-free balancing bias (DeepSeek-V3) on the
+selection is an option of every router (``bias_update_rate``).
+
 Cost: :func:`gate_cost` counts the operations per token of steps 2-5 as the code computes them (the part that
 differs between routers; the paper calls KERN "zero-additional-cost"), :func:`projection_flops` those of step 1.
 
@@ -224,8 +229,13 @@ def select_top_k(logits: Tensor, gates: Tensor, k: int, *, renormalize: bool, ep
 
 
 def expert_counts(expert_index: Tensor, num_experts: int) -> Tensor:
-    """Assignments per expert: ``c_e = Σ_t Σ_j 1[index_tj = e]``, ``(E,)`` long."""
-    return torch.bincount(expert_index.reshape(-1), minlength=num_experts)
+    """Assignments per expert: ``c_e = Σ_t Σ_j 1[index_tj = e]``, ``(E,)`` long.
+
+    A ``scatter_add`` into a fixed-size vector: unlike ``torch.bincount``, it needs no host-side maximum, so it does
+    not synchronise a GPU with the host.
+    """
+    flat = expert_index.reshape(-1)
+    return torch.zeros(num_experts, dtype=torch.long, device=flat.device).scatter_add_(0, flat, torch.ones_like(flat))
 
 
 def switch_balance_loss(logits: Tensor, expert_index: Tensor) -> Tensor:
@@ -294,6 +304,9 @@ class RouterSpec:
 ROUTERS: dict[str, RouterSpec] = {
     # Softmax over all experts, top-k, no renormalisation (GShard / Switch / DeepSeek-V2 style).
     "softmax": RouterSpec(activation="exp", normalization="l1", order="act_norm"),
+    # Softmax over all experts, top-k, the kept weights renormalised to sum to one (Mixtral style); equal to a
+    # softmax over the k kept logits.
+    "softmax_renorm": RouterSpec(activation="exp", normalization="l1", order="act_norm", renormalize=True),
     # Sigmoid scores, top-k, selected weights renormalised to sum to one (DeepSeek-V3 style).
     "sigmoid": RouterSpec(activation="sigmoid", normalization="none", order="act_norm", renormalize=True),
     # Tanh scores, top-k, no renormalisation (the paper's Tanh baseline; its exact form is not in any source read).
@@ -357,7 +370,8 @@ def gate_cost(spec: RouterSpec | str, *, num_experts: int, k: int) -> GateCost:
     * the scale γ: ``E`` multiply, for every router (a constant 1 for the routers without a learnable γ);
     * the top-k renormalisation (Sigmoid): ``K − 1`` add (sum), 1 add (``+ ε``), ``K`` divide.
 
-    The presets: Softmax ``6E − 2`` FLOPs, KERN (either order) ``5E + 1``, Sigmoid ``2E + 2K``, Tanh ``2E``.
+    The presets: Softmax ``6E − 2`` FLOPs, renormalised Softmax ``6E − 2 + 2K``, KERN (either order) ``5E + 1``,
+    Sigmoid ``2E + 2K``, Tanh ``2E``.
 
     Args:
         spec: the family member, a :class:`RouterSpec` or a name in :data:`ROUTERS`.
@@ -429,23 +443,39 @@ class RouterOutput(NamedTuple):
 class Router(nn.Module):
     """A top-k MoE router of the FFN-style family: ``g = TopK(γ · act(norm(W x + b)))``.
 
+    Precision: the logits and the gate are computed in float32 whatever the input dtype (float64 inputs stay in
+    float64), with autocast disabled for the projection and the ε of float32; only the combine weights are cast back
+    to the dtype the experts run in (the autocast dtype under ``torch.autocast``, else ``x``'s dtype). Computed in
+    bfloat16 instead, the ε of bfloat16 (2⁻⁷) would shrink the kept gates of small logits and the projection would
+    round the logits that decide the top-k.
+
+    Auxiliary-loss-free balancing (DeepSeek-V3, Liu et al. 2024, §2.1.2), an option for every router: with
+    ``bias_update_rate = u > 0`` the experts are selected by ``TopK(s + b)`` with a per-expert bias ``b`` (a
+    buffer, saved in the state dict) that never enters the gate values; after every forward pass in training mode,
+    ``b_e ← b_e + u · sign(c̄ − c_e)`` with ``c_e`` the assignments of expert ``e`` in that pass and ``c̄`` their
+    mean (an overloaded expert is made less attractive). With ``u = 0`` (the default) ``b`` stays 0.
+
     Args:
         d_model: hidden size ``D`` of the token representations.
         num_experts: number of experts ``E``.
         k: experts per token, ``1 ≤ k ≤ E``.
         spec: the family member, a :class:`RouterSpec` or a name in :data:`ROUTERS`
-            (``softmax``, ``sigmoid``, ``tanh``, ``kern``, ``kern_act_norm``).
+            (``softmax``, ``softmax_renorm``, ``sigmoid``, ``tanh``, ``kern``, ``kern_act_norm``).
         bias: use the bias ``b`` of the logits (the paper's ``s = W_s Φ(x) + b_s``).
-        eps: ε of the normalisations; default machine epsilon of the input's dtype.
+        eps: ε of the normalisations; default machine epsilon of the gate's dtype (float32, or float64).
+        check_finite: check the input and the logits for NaN/inf in ``forward`` (on by default: the CPU reference
+            runs). The check reads a boolean back to the host, which synchronises a GPU; turn it off on the hot path.
+        bias_update_rate: ``u`` of the auxiliary-loss-free balancing (0: off).
 
     Shapes:
         ``forward(x: (..., D)) -> RouterOutput`` with ``N`` = the product of the leading dimensions.
 
     Raises:
-        ValueError: for ``k`` outside ``[1, num_experts]``, a non-positive size or an unknown router name; in
-            ``forward``, for an input ``x`` with the wrong hidden size, no tokens, or NaN/inf values.
+        ValueError: for ``k`` outside ``[1, num_experts]``, a non-positive size, an unknown router name or a negative
+            ``bias_update_rate``; in ``forward``, for an input ``x`` with the wrong hidden size, no tokens, or (with
+            ``check_finite``) NaN/inf values.
         TypeError: in ``forward``, when ``x``'s dtype differs from the weights' (outside ``torch.autocast``).
-        FloatingPointError: in ``forward``, when a finite ``x`` gives NaN or inf logits (non-finite weights).
+        FloatingPointError: in ``forward`` (with ``check_finite``), when a finite ``x`` gives NaN or inf logits.
     """
 
     def __init__(
@@ -457,6 +487,8 @@ class Router(nn.Module):
         *,
         bias: bool = True,
         eps: float | None = None,
+        check_finite: bool = True,
+        bias_update_rate: float = 0.0,
     ) -> None:
         super().__init__()
         if d_model < 1:
@@ -471,12 +503,18 @@ class Router(nn.Module):
             spec = ROUTERS[spec]
         if eps is not None and not eps > 0:
             raise ValueError(f"eps must be positive, got {eps}")
+        if not bias_update_rate >= 0:
+            raise ValueError(
+                f"bias_update_rate must be non-negative (0 turns the balancing off), got {bias_update_rate}"
+            )
         self.d_model, self.num_experts, self.k, self.spec, self.eps = d_model, num_experts, k, spec, eps
+        self.check_finite, self.bias_update_rate = check_finite, float(bias_update_rate)
         self.proj = nn.Linear(d_model, num_experts, bias=bias)
         if spec.learnable_gamma:
             self.gamma = nn.Parameter(torch.ones(()))
         else:
             self.register_buffer("gamma", torch.ones(()), persistent=False)
+        self.register_buffer("selection_bias", torch.zeros(num_experts))
 
     def forward(self, x: Tensor) -> RouterOutput:
         """Route ``N`` tokens (steps 1-5 of the module docstring) and compute the balance loss.
@@ -485,14 +523,16 @@ class Router(nn.Module):
             x: ``(..., D)`` token representations; the leading dimensions are flattened to ``N``.
 
         Returns:
-            :class:`RouterOutput` with ``(N, K)`` experts and weights, ``(N, E)`` gates and logits.
+            :class:`RouterOutput` with ``(N, K)`` experts and weights (weights in the experts' dtype), ``(N, E)``
+            gates and logits (float32, or float64 for float64 inputs).
         """
         if x.shape[-1] != self.d_model:
             raise ValueError(
                 f"x: expected hidden size {self.d_model} in the last dimension, got shape {tuple(x.shape)}"
             )
         weight = self.proj.weight
-        if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):
+        autocast = torch.is_autocast_enabled(x.device.type)
+        if x.dtype != weight.dtype and not autocast:
             raise TypeError(
                 f"x: dtype {x.dtype} differs from the router's weights' dtype {weight.dtype}; convert one of them "
                 f"(x.to({weight.dtype}) or router.to({x.dtype}))"
@@ -500,35 +540,51 @@ class Router(nn.Module):
         flat = x.reshape(-1, self.d_model)  # (N, D)
         if flat.shape[0] == 0:
             raise ValueError(f"x: needs at least one token, got shape {tuple(x.shape)}")
-        if not torch.isfinite(flat).all():
+        if self.check_finite and not torch.isfinite(flat).all():
             raise ValueError(f"x: contains NaN or inf ({_count_non_finite(flat)}); the router needs finite inputs")
-        logits = self.proj(flat)  # (N, E): s = W x + b
-        if not torch.isfinite(logits).all():
-            raise FloatingPointError(
-                "router logits contain NaN or inf from a finite input x: the router's weights are non-finite or "
-                "too large; check the learning rate"
-            )
-        gates = _gate_values(
-            logits,
-            activation=self.spec.activation,
-            normalization=self.spec.normalization,
-            order=self.spec.order,
-            gamma=self.gamma,
-            eps=self.eps,
-        )  # (N, E)
-        chosen = select_top_k(logits, gates, self.k, renormalize=self.spec.renormalize, eps=self.eps)
+        # The experts' dtype, which the combine weights are cast back to.
+        out_dtype = torch.get_autocast_dtype(x.device.type) if autocast else x.dtype
+        gate_dtype = torch.promote_types(flat.dtype, torch.float32)  # float32, or float64 for float64 inputs
+        with torch.autocast(x.device.type, enabled=False):
+            bias = None if self.proj.bias is None else self.proj.bias.to(gate_dtype)
+            logits = F.linear(flat.to(gate_dtype), weight.to(gate_dtype), bias)  # (N, E): s = W x + b
+            if self.check_finite and not torch.isfinite(logits).all():
+                raise FloatingPointError(
+                    "router logits contain NaN or inf from a finite input x: the router's weights are non-finite or "
+                    "too large; check the learning rate"
+                )
+            gates = _gate_values(
+                logits,
+                activation=self.spec.activation,
+                normalization=self.spec.normalization,
+                order=self.spec.order,
+                gamma=self.gamma.to(gate_dtype),
+                eps=self.eps,
+            )  # (N, E)
+            selection = logits + self.selection_bias.to(gate_dtype) if self.bias_update_rate > 0 else logits
+            chosen = select_top_k(selection, gates, self.k, renormalize=self.spec.renormalize, eps=self.eps)
+            balance = switch_balance_loss(logits, chosen.expert_index)
+        if self.bias_update_rate > 0 and self.training:
+            self._update_selection_bias(chosen.expert_index)
         return RouterOutput(
             expert_index=chosen.expert_index,
-            combine_weights=chosen.combine_weights,
+            combine_weights=chosen.combine_weights.to(out_dtype),
             gates=gates,
             logits=logits,
-            balance_loss=switch_balance_loss(logits, chosen.expert_index),
+            balance_loss=balance,
         )
+
+    @torch.no_grad()
+    def _update_selection_bias(self, expert_index: Tensor) -> None:
+        """``b_e ← b_e + u · sign(c̄ − c_e)`` on this pass's assignments (no host synchronisation)."""
+        counts = expert_counts(expert_index, self.num_experts).to(self.selection_bias.dtype)  # (E,)
+        self.selection_bias.add_(self.bias_update_rate * torch.sign(counts.mean() - counts))
 
     def extra_repr(self) -> str:
         s = self.spec
         return (
             f"d_model={self.d_model}, num_experts={self.num_experts}, k={self.k}, activation={s.activation}, "
             f"normalization={s.normalization}, order={s.order}, learnable_gamma={s.learnable_gamma}, "
-            f"renormalize={s.renormalize}"
+            f"renormalize={s.renormalize}, check_finite={self.check_finite}, "
+            f"bias_update_rate={self.bias_update_rate}"
         )

@@ -2,7 +2,8 @@
 
 Components:
     * :class:`Seesaw`: the (lr, batch size) schedule in tokens; a schedule for :func:`iclr26.common.lmtrain.train_lm`.
-    * :class:`SeesawLR`: drives a ``torch.optim`` optimizer's learning rate and says the next batch size.
+    * :class:`SeesawLR`: a ``torch.optim.lr_scheduler.LRScheduler`` (chainable, resumable) driving the learning rate
+      and the AdamW weight-decay correction, which also says the next batch size.
     * :class:`SeesawBatchSampler`: a ``DataLoader`` batch sampler whose batch size follows the schedule.
     * :class:`CosineDecay`, :class:`StepDecay`: base decay curves.
     * :mod:`iclr26.seesaw.linreg`: the paper's noisy-linear-regression setting (exact risk recursion, Monte Carlo).

@@ -49,6 +49,8 @@ import numpy as np
 from iclr26.common.lmtrain import BatchPlan
 
 Rule = Literal["adam", "sgd"]
+WeightDecayCorrection = Literal["per_token", "none"]
+WEIGHT_DECAY_CORRECTIONS: tuple[str, ...] = ("per_token", "none")
 
 # Relative slack in the cut count, so that a base value of exactly α^{-k} (e.g. a step decay) counts k cuts.
 _CUT_SLACK = 1e-9
@@ -213,6 +215,13 @@ class Seesaw:
             cut decays the LR by the full α. None: no cap (then the base decay must stay above 0).
         smooth: follow the base curve inside each phase instead of the staircase.
         tokens_per_sample: tokens in one sample (the context length for an LM; 1 to count samples).
+        weight_decay_correction: how a decoupled weight decay ``λ`` (AdamW: ``θ ← θ − η λ θ`` per step) follows
+            the schedule. ``"per_token"`` (default): scale ``λ`` by :meth:`weight_decay_multiplier`,
+            ``ρ = (a β / α)^{min(k, K)}``, so that the decay per token, ``η λ / B``, equals the base schedule's at
+            batch B₀ (for Seesaw ``ρ = √β^k``: the LR is ÷√2 and the steps per token ÷2, so λ is ×√2 per cut; for the
+            SGD rule ``ρ = 1``). Without it a Seesaw run decays its weights 2^{k/2}-fold less per token than the
+            cosine run it replaces (the AdamW timescale ``B / (η λ)`` in tokens, Wang & Aitchison 2024, would
+            grow). ``"none"``: ``ρ = 1``, torch's plain coupling of the decay to the LR per step.
 
     Raises:
         ValueError: naming the argument, for α ≤ 1, β < 1, a rule that would raise the LR at a cut, a base decay
@@ -232,8 +241,14 @@ class Seesaw:
     max_batch_size: int | None = None
     smooth: bool = False
     tokens_per_sample: int = 1
+    weight_decay_correction: WeightDecayCorrection = "per_token"
 
     def __post_init__(self) -> None:
+        if self.weight_decay_correction not in WEIGHT_DECAY_CORRECTIONS:
+            raise ValueError(
+                f"Seesaw weight_decay_correction must be one of {WEIGHT_DECAY_CORRECTIONS}, "
+                f"got {self.weight_decay_correction!r}"
+            )
         if not (self.peak_lr > 0 and math.isfinite(self.peak_lr)):
             raise ValueError(f"Seesaw peak_lr must be positive and finite, got {self.peak_lr}")
         _require_whole("Seesaw", "base_batch_size", self.base_batch_size, minimum=1)
@@ -355,6 +370,21 @@ class Seesaw:
     def multiplier(self, tokens: float) -> float:
         """``lr(tokens) / peak_lr``, the factor a PyTorch optimizer's initial LR is scaled by."""
         return self.lr(tokens) / self.peak_lr
+
+    def weight_decay_multiplier(self, tokens: float) -> float:
+        """``ρ``, the factor on a decoupled weight decay ``λ`` at ``tokens`` (see ``weight_decay_correction``).
+
+        ``"per_token"``: ``ρ = (η_base / η) · (B / B₀) = (a β / α)^{min(k, K)}`` with ``η_base`` the base schedule's
+        LR (same staircase or smooth curve), so that ``η ρ λ / B = η_base λ / B₀``; ``"none"``: 1.
+        """
+        _require_count("tokens", tokens)
+        if self.weight_decay_correction == "none" or tokens < self.warmup_tokens:
+            return 1.0
+        k_ramp = min(self.cuts(tokens), self.max_growths)
+        if math.isinf(k_ramp):  # the base decayed to 0 with no cap: no ramp is possible (checked in __post_init__)
+            return 1.0
+        # ρ = (η_base / η) · (B / B₀) = (a / α)^{k_ramp} · β^{k_ramp}
+        return (self.lr_decay * self.growth / self.alpha) ** k_ramp
 
     def __call__(self, step: int, tokens_seen: int) -> BatchPlan:
         """The :class:`~iclr26.common.lmtrain.BatchPlan` of the step after ``tokens_seen`` (``step`` is unused).
