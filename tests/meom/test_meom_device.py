@@ -129,7 +129,7 @@ def test_masks_drawn_outside_the_loss_equal_those_it_draws():
     student = torch.randn(3, 5, 10, generator=g)
     head = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 10))
     y = torch.arange(5)
-    inside = meom_loss(student, feats, head, y, keep_prob=0.7, generator=torch_generator(11))
+    inside = meom_loss(student, feats, head, y, keep_prob=0.7, mask_mode="resample", generator=torch_generator(11))
     masks = sample_temporal_masks(3, (4, 2, 2), keep_prob=0.7, generator=torch_generator(11))
     outside = meom_loss(student, feats, head, y, masks=masks)
     assert torch.equal(inside.perspective_logits, outside.perspective_logits)

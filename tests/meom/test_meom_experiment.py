@@ -20,6 +20,7 @@ from iclr26.meom.experiment import (
     _paired,
     arm_loss,
     make_student,
+    softening_factor,
     train_student,
     train_teacher,
 )
@@ -61,8 +62,13 @@ def test_arm_definitions_follow_the_ablation():
     cfg = MEOMConfig()
     assert arm_loss("ce", cfg) == (arm_loss("ce", cfg).__class__(lam=0.0, w_tmpd=0.0, w_tpd=0.0))
     twd, tmpd, tpd, meom = (arm_loss(a, cfg) for a in ("twd", "twd+tmpd", "twd+tpd", "meom"))
-    # TWD is TMPD with lambda = 0 (the constant teacher output at every timestep)
-    assert (twd.lam, twd.w_tmpd, twd.w_tpd) == (0.0, 0.5, 0.0)
+    # TWD is TMPD with lambda = 0 (the constant teacher output at every timestep), at TWD's own KD weight 0.2
+    assert (twd.lam, twd.w_tmpd, twd.w_tpd, twd.soften) == (0.0, 0.2, 0.0, False)
+    # the same at MEOM's weight, and the softened-teacher control at MEOM's weight
+    w05, soft = arm_loss("twd-w0.5", cfg), arm_loss("twd-soft", cfg)
+    assert (w05.lam, w05.w_tmpd, w05.w_tpd, w05.soften) == (0.0, 0.5, 0.0, False)
+    assert (soft.lam, soft.w_tmpd, soft.w_tpd, soft.soften) == (0.0, 0.5, 0.0, True)
+    assert arm_loss("twd", dataclasses.replace(cfg, twd_kd_weight=0.7)).w_tmpd == 0.7
     assert (tmpd.lam, tmpd.w_tmpd, tmpd.w_tpd) == (0.5, 0.5, 0.0)
     assert (tpd.lam, tpd.w_tmpd, tpd.w_tpd) == (0.0, 0.5, 0.3)
     assert (meom.lam, meom.w_tmpd, meom.w_tpd) == (0.5, 0.5, 0.3)
@@ -134,6 +140,24 @@ def test_training_is_deterministic_and_learns_something(mask_mode):
     assert r1.truncated_acc[-1] > 0.2
     r_twd = train_student(cfg, "twd", data, teacher, init, seed=3, progress=_NoBar())
     assert r_twd.final_loss != r1.final_loss  # the arms really train with different losses
+    assert r1.softening == 1.0 == r_twd.softening
+
+
+def test_softened_teacher_arm_uses_the_factor_matched_to_the_seeds_masks():
+    from iclr26.common.seeding import derive_seed
+
+    cfg, data = _tiny({})
+    teacher = train_teacher(cfg, data, seed=3)
+    s = softening_factor(cfg, data, teacher, derive_seed(3, "masks"))
+    # unscaled masks drop 30% of the features, which flattens the mixed targets: the matched factor exceeds 1
+    assert s > 1.0
+    # with 1/keep rescaling the masked views keep their scale on average: less softening than without
+    assert softening_factor(dataclasses.replace(cfg, rescale_masks=True), data, teacher, derive_seed(3, "masks")) < s
+    torch.manual_seed(0)
+    init = {k: v.clone() for k, v in make_student(cfg, 10).state_dict().items()}
+    soft = train_student(cfg, "twd-soft", data, teacher, init, seed=3, progress=_NoBar())
+    w05 = train_student(cfg, "twd-w0.5", data, teacher, init, seed=3, progress=_NoBar())
+    assert soft.softening == s and soft.final_loss != w05.final_loss
 
 
 def _fake(acc_by_t: list[float], var_logits: float = 0.1) -> ArmResult:
@@ -143,26 +167,81 @@ def _fake(acc_by_t: list[float], var_logits: float = 0.1) -> ArmResult:
     )
 
 
-def test_verdict_requires_a_gain_at_every_timestep(tmp_path):
-    cfg = MEOMConfig(timesteps=3, n_seeds=2, arms=("twd", "meom"))
+def test_verdict_requires_a_significant_paired_gain_at_every_timestep_over_five_seeds(tmp_path):
+    cfg = MEOMConfig(timesteps=3, n_seeds=5, arms=("twd", "meom"))
 
     def ctx() -> RunContext:
         # one context per outcome: a run registers each plot name once
         return RunContext(out_dir=tmp_path, seed=0, quiet=True)
 
-    twd = [_fake([0.80, 0.85, 0.86]), _fake([0.81, 0.84, 0.87])]
-    better = [_fake([0.81, 0.86, 0.87]), _fake([0.82, 0.85, 0.88])]  # +1 pp everywhere
-    out = _outcome(cfg, ctx(), {"twd": twd, "meom": better}, [0.9, 0.9], cpu_time_s=1.0)
-    assert out.claim_held is True
+    base = [0.80, 0.85, 0.86]
+    twd = [_fake(base)] * 5
+    # gains 1.0, 1.2, 0.8, 1.1, 0.9 pp at every t: mean 1.0, sd sqrt(0.1 / 4) = 0.158114, se 0.070711,
+    # ci95 = 2.776445 * se = 0.196324 < 1.0: significant at every t
+    gains = [0.010, 0.012, 0.008, 0.011, 0.009]
+    better = [_fake([a + g for a in base]) for g in gains]
+    out = _outcome(cfg, ctx(), {"twd": twd, "meom": better}, [0.9] * 5, cpu_time_s=1.0)
+    assert out.claim_held is True and out.evidence["verdict_testable"]
     np.testing.assert_allclose(out.evidence["meom_minus_twd_mean_pp_by_t"], [1.0, 1.0, 1.0], atol=1e-9)
-    worse_at_t2 = [_fake([0.81, 0.84, 0.87]), _fake([0.82, 0.83, 0.88])]  # -1 pp at t = 2
-    out = _outcome(cfg, ctx(), {"twd": twd, "meom": worse_at_t2}, [0.9, 0.9], cpu_time_s=1.0)
-    assert out.claim_held is False
+    np.testing.assert_allclose(out.evidence["meom_minus_twd_ci95_pp_by_t"], [0.196324] * 3, rtol=1e-5)
+    assert list(out.evidence["meom_beats_twd_by_t"]) == [True] * 3
+    # the same mean gain at t = 2 from gains 2, -1, 3, -1, 2 pp: mean +1.0 (a positive sign of the mean), but
+    # sd sqrt(14 / 4) = 1.870829, ci95 = 2.776445 * 0.836660 = 2.322922 > 1: not significant, so not held
+    noisy = [
+        _fake([base[0] + g, base[1] + n, base[2] + g])
+        for g, n in zip(gains, [0.02, -0.01, 0.03, -0.01, 0.02], strict=True)
+    ]
+    out = _outcome(cfg, ctx(), {"twd": twd, "meom": noisy}, [0.9] * 5, cpu_time_s=1.0)
+    assert out.evidence["meom_minus_twd_mean_pp_by_t"][1] == pytest.approx(1.0)
+    assert out.evidence["meom_minus_twd_ci95_pp_by_t"][1] == pytest.approx(2.322922, rel=1e-5)
+    assert list(out.evidence["meom_beats_twd_by_t"]) == [True, False, True]
+    assert out.claim_held is False and "t = 2" in out.notes
+    # four seeds: fewer than min_seeds, the verdict is not testable (not held), whatever the gains
+    four = dataclasses.replace(cfg, n_seeds=4)
+    out = _outcome(four, ctx(), {"twd": twd[:4], "meom": better[:4]}, [0.9] * 4, cpu_time_s=1.0)
+    assert out.claim_held is False and not out.evidence["verdict_testable"] and "not testable" in out.notes
+    assert out.evidence["thresholds"]["min_seeds"]["value"] == 5
     strict = dataclasses.replace(cfg, claim_tolerance=1.5)  # +1 pp does not clear a 1.5 pp bar
-    out = _outcome(strict, ctx(), {"twd": twd, "meom": better}, [0.9, 0.9], cpu_time_s=1.0)
+    out = _outcome(strict, ctx(), {"twd": twd, "meom": better}, [0.9] * 5, cpu_time_s=1.0)
     assert out.claim_held is False
     assert out.evidence["thresholds"]["claim_tolerance"]["value"] == 1.5
     assert out.timings == {"cpu_time_s": 1.0} and "cpu_time_s" not in out.metrics
+
+
+def test_softened_teacher_control_and_both_kd_weights_are_reported(tmp_path):
+    cfg = MEOMConfig(timesteps=2, n_seeds=5)
+    ctx = RunContext(out_dir=tmp_path, seed=0, quiet=True)
+    base = [0.80, 0.85]
+    gains = [0.010, 0.012, 0.008, 0.011, 0.009]  # +1.0 pp, ci95 0.196324 (as above)
+    plus = [_fake([a + g for a in base]) for g in gains]
+
+    def soft(g: float) -> ArmResult:
+        return dataclasses.replace(_fake([a + g for a in base]), softening=1.2)
+
+    results = {
+        "ce": [_fake(base)] * 5,
+        "twd": [_fake(base)] * 5,
+        "twd-w0.5": [_fake(base)] * 5,
+        # the softened teacher gains as much as TMPD: TMPD's gain is not told apart from softening
+        "twd-soft": [soft(g) for g in gains],
+        "twd+tmpd": plus,
+        "twd+tpd": [_fake(base)] * 5,
+        "meom": [_fake([a + 2 * g for a in base]) for g in gains],
+    }
+    out = _outcome(cfg, ctx, results, [0.9] * 5, cpu_time_s=1.0)
+    ev, controls = out.evidence, out.metrics["controls"]
+    np.testing.assert_allclose(ev["twd+tmpd_minus_twd_soft_mean_pp_by_t"], [0.0, 0.0], atol=1e-9)
+    assert list(ev["twd+tmpd_beats_twd_soft_by_t"]) == [False, False]
+    # MEOM: +2 pp over TWD, +1 pp over the softened teacher (ci95 0.196): it beats the control
+    np.testing.assert_allclose(ev["meom_minus_twd_soft_mean_pp_by_t"], [1.0, 1.0], atol=1e-9)
+    assert list(ev["meom_beats_twd_soft_by_t"]) == [True, True]
+    assert ev["softening_factor_mean"] == pytest.approx(1.2)
+    np.testing.assert_allclose(controls["twd-soft_minus_twd"]["mean"], [1.0, 1.0], atol=1e-9)
+    # both TWD KD weights: the verdict against 0.2, and MEOM - TWD(0.5) beside it
+    assert ev["twd_kd_weight"] == 0.2 and ev["twd_w05_acc_full_T"] == pytest.approx(85.0)
+    np.testing.assert_allclose(ev["meom_minus_twd_w05_mean_pp_by_t"], [2.0, 2.0], atol=1e-9)
+    assert out.metrics["secondary"]["ablation_base"] == "twd-w0.5"
+    assert "softened-teacher TWD" in out.measurement
 
 
 def test_secondary_checks_are_computed_from_the_arms(tmp_path):
@@ -228,7 +307,9 @@ def test_smoke_run_through_cli(smoke):
     gains = np.array(record["evidence"]["meom_minus_twd_mean_pp_by_t"])
     tolerance = record["evidence"]["thresholds"]["claim_tolerance"]
     assert tolerance["value"] == 0.0 and "strictly better" in tolerance["source"]
-    assert record["claim_held"] == bool(np.all(gains > tolerance["value"]))
+    assert len(gains) == t
+    # one seed is fewer than the 5 the paired test needs: not testable, so not held
+    assert record["claim_held"] is False and record["evidence"]["verdict_testable"] is False
     assert record["evidence"]["meom_gain_significant_by_t"] == [False] * t  # one seed: never significant
     # one seed: the summary says significance cannot be tested instead of printing "0/3 significant"
     assert "significance not testable with 1 seed" in record["measurement"] and "0/3" not in record["measurement"]

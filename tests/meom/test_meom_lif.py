@@ -29,7 +29,7 @@ def test_hard_reset_hand_computed():
     # H1 = 0.6 -> V1 = 0.6; H2 = 0.3 + 0.6 = 0.9 -> V2 = 0.9; H3 = 0.45 + 0.6 = 1.05 -> spike, V3 = 0;
     # H4 = 0 + 1.2 -> spike, V4 = 0; H5 = 0.1 -> V5 = 0.1
     x = torch.tensor([0.6, 0.6, 0.6, 1.2, 0.1], dtype=torch.float64).view(5, 1)
-    out = lif_multistep(x, decay=0.5, v_threshold=1.0, v_reset=0.0)
+    out = lif_multistep(x, decay=0.5, v_threshold=1.0, v_reset=0.0, membrane=True)
     assert out.spikes.flatten().tolist() == [0.0, 0.0, 1.0, 1.0, 0.0]
     torch.testing.assert_close(out.membrane.flatten(), torch.tensor([0.6, 0.9, 0.0, 0.0, 0.1], dtype=torch.float64))
 
@@ -38,7 +38,7 @@ def test_soft_reset_hand_computed():
     # soft reset subtracts V_th: H3 = 1.05 -> V3 = 0.05; H4 = 0.025 + 1.2 = 1.225 -> spike, V4 = 0.225;
     # H5 = 0.1125 + 0.1 = 0.2125 -> no spike
     x = torch.tensor([0.6, 0.6, 0.6, 1.2, 0.1], dtype=torch.float64).view(5, 1)
-    out = lif_multistep(x, decay=0.5, v_threshold=1.0, v_reset=None)
+    out = lif_multistep(x, decay=0.5, v_threshold=1.0, v_reset=None, membrane=True)
     assert out.spikes.flatten().tolist() == [0.0, 0.0, 1.0, 1.0, 0.0]
     torch.testing.assert_close(
         out.membrane.flatten(), torch.tensor([0.6, 0.9, 0.05, 0.225, 0.2125], dtype=torch.float64)
@@ -49,7 +49,7 @@ def test_nonzero_reset_potential_and_threshold_equality():
     # V_reset = 0.25: H1 = 0.25 + 0.5 (0.25 - 0.25) + 0.25 = 0.5; H2 = 0.25 + 0.5 (0.5 - 0.25) + 0.625 = 1.0
     # exactly at threshold: Theta(0) = 1 spikes (as spikingjelly), and V2 resets to 0.25
     x = torch.tensor([0.25, 0.625]).view(2, 1)
-    out = lif_multistep(x, decay=0.5, v_threshold=1.0, v_reset=0.25)
+    out = lif_multistep(x, decay=0.5, v_threshold=1.0, v_reset=0.25, membrane=True)
     assert out.spikes.flatten().tolist() == [0.0, 1.0]
     assert out.membrane.flatten().tolist() == [0.5, 0.25]
 
@@ -59,7 +59,7 @@ def test_matches_reference_difference_equation(v_reset):
     rng = np.random.default_rng(0)
     x = rng.normal(0.4, 0.8, size=(12, 50))
     s_ref, v_ref = reference_lif(x, decay=0.7, v_th=0.9, v_reset=v_reset)
-    out = lif_multistep(torch.from_numpy(x), decay=0.7, v_threshold=0.9, v_reset=v_reset)
+    out = lif_multistep(torch.from_numpy(x), decay=0.7, v_threshold=0.9, v_reset=v_reset, membrane=True)
     np.testing.assert_array_equal(out.spikes.numpy(), s_ref)
     np.testing.assert_allclose(out.membrane.numpy(), v_ref, rtol=0, atol=1e-12)
     assert 0 < s_ref.mean() < 1  # the input exercises both firing and silence
@@ -121,3 +121,45 @@ def test_bad_settings_name_the_argument(kwargs, name):
 def test_input_without_time_axis_is_rejected():
     with pytest.raises(ValueError, match="x: expected shape"):
         lif_multistep(torch.zeros(5))
+
+
+def _reference_hard_reset(x, decay, v_threshold, alpha, detach_reset):
+    """The textbook loop with V_reset = 0 and separate autograd ops: H = V_reset + beta (V - V_reset) + X,
+    S = spike(H - V_th), V = H (1 - S) + V_reset S (the general path of lif.py before the fast path)."""
+    v = torch.zeros_like(x[0])
+    spikes, potentials = [], []
+    for x_t in x:
+        h = 0.0 + decay * (v - 0.0) + x_t
+        s = spike(h - v_threshold, alpha=alpha)
+        r = s.detach() if detach_reset else s
+        v = h * (1.0 - r) + 0.0 * r
+        spikes.append(s)
+        potentials.append(v)
+    return torch.stack(spikes), torch.stack(potentials)
+
+
+@pytest.mark.parametrize("detach_reset", [False, True])
+def test_fast_hard_reset_path_equals_the_textbook_loop_in_values_and_gradients(detach_reset):
+    # issue 18's fast path for v_reset = 0 (one FireAndReset node per step) against the separate-op loop: the same
+    # spikes and membranes, and the same input gradient for a loss that uses both (so g_S and g_V are both nonzero)
+    g = torch.Generator().manual_seed(0)
+    x = (1.2 * torch.randn(6, 3, 5, generator=g, dtype=torch.float64)).requires_grad_(True)
+    w_s = torch.randn(6, 3, 5, generator=g, dtype=torch.float64)
+    w_v = torch.randn(6, 3, 5, generator=g, dtype=torch.float64)
+    out = lif_multistep(x, decay=0.6, v_threshold=0.8, v_reset=0.0, alpha=3.0, detach_reset=detach_reset, membrane=True)
+    (gx,) = torch.autograd.grad((out.spikes * w_s).sum() + (out.membrane * w_v).sum(), x)
+    s_ref, v_ref = _reference_hard_reset(x, 0.6, 0.8, 3.0, detach_reset)
+    (gx_ref,) = torch.autograd.grad((s_ref * w_s).sum() + (v_ref * w_v).sum(), x)
+    assert 0 < float(out.spikes.detach().mean()) < 1  # both branches of the reset are exercised
+    assert torch.equal(out.spikes, s_ref)
+    torch.testing.assert_close(out.membrane, v_ref, rtol=0, atol=1e-12)
+    torch.testing.assert_close(gx, gx_ref, rtol=1e-12, atol=1e-12)
+
+
+def test_membrane_is_only_stacked_on_request_and_the_layer_returns_spikes():
+    x = torch.randn(4, 2, 3, generator=torch.Generator().manual_seed(1))
+    assert lif_multistep(x).membrane is None
+    assert lif_multistep(x, v_reset=None).membrane is None
+    full = lif_multistep(x, membrane=True)
+    assert full.membrane is not None and full.membrane.shape == x.shape
+    assert torch.equal(LIF()(x), full.spikes)

@@ -53,9 +53,24 @@ def test_smoke_run_writes_a_record_with_every_study(smoke):
     thresholds = record["evidence"]["thresholds"]
     assert set(thresholds) == {"kl_threshold", "min_iteration_ratio", "t2_min_fraction", "accuracy_tolerance"}
     assert thresholds["min_iteration_ratio"] == {
-        "value": 10.0,
+        "value": 68.0,
         "source": ZOProxConfig.__dataclass_fields__["min_iteration_ratio"].metadata["help"],
     }
+    # the levels come from the paper's figures, fixed before the runs
+    assert thresholds["kl_threshold"]["value"] == 0.05
+    assert "kl_divergence_comparison.pdf" in thresholds["kl_threshold"]["source"]
+    assert "num_in_torus_comparison.pdf" in thresholds["t2_min_fraction"]["source"]
+    # iterations and oracle queries side by side: smoke N = 20, M = 16, T = 3 -> 960 queries per ZOD-PS iteration
+    ev = record["evidence"]
+    for key in ("zod_queries_to_threshold", "rgo_queries_run", "query_ratio_rgo_over_zod", "zod_rounds_to_threshold"):
+        assert key in ev, key
+    if ev["zod_iters_to_threshold"] is not None:
+        assert ev["zod_queries_to_threshold"] == 960 * ev["zod_iters_to_threshold"]
+        assert ev["zod_rounds_to_threshold"] == 3 * ev["zod_iters_to_threshold"]
+    # the far torus is reported against its true mass 3/13
+    assert ev["tori_t2_true_mass"] == pytest.approx(3 / 13)
+    assert ev["tori_zod_t2_share_of_true_mass"] == pytest.approx(ev["tori_zod_t2_last_quarter"] / (3 / 13))
+    assert "true mass" in record["measurement"] and "queries" in record["notes"]
 
 
 def test_the_reproduction_is_cpu_bound_by_design():
@@ -77,8 +92,47 @@ def test_bad_config_is_rejected_by_the_cli(cli):
         ({"mixture_dim": 11}, "mixture_dim"),
         ({"tori_sigma2_min": 1.0}, "tori_sigma2_min"),
         ({"pool_points": 100}, "pool_points"),
+        ({"dtype": "float16"}, "dtype"),
     ],
 )
 def test_config_validation_names_the_field(changes, name):
     with pytest.raises(ConfigError, match=name):
         ZOProxConfig(**changes)
+
+
+def _curve(iters, queries, kl):
+    from iclr26.zoprox.studies import KLCurve
+
+    return KLCurve(iters=iters, queries=queries, kl=kl)
+
+
+def test_lasso_verdict_counts_iterations_and_queries_side_by_side():
+    # ZOD-PS: KL 0.3, 0.04 at iterations 10, 20 (50,000 queries per iteration); RGO: first <= 0.05 at step 1500
+    # (2.4 queries per chain and step on 100 chains: 360,000 queries there). Iteration ratio 1500 / 20 = 75 >= 68:
+    # (a) holds; query ratio 360,000 / 1,000,000 = 0.36 < 1: ZOD-PS spent more queries to the same level.
+    from iclr26.zoprox.experiment import _lasso_verdict
+    from iclr26.zoprox.studies import LassoStudy
+
+    config = ZOProxConfig()
+    curves = {
+        "zod": _curve([10, 20], [500_000, 1_000_000], [0.3, 0.04]),
+        "zod_independent": _curve([10, 20], [500_000, 1_000_000], [0.5, 0.4]),
+        "rgo": _curve([500, 1000, 1500, 2000], [120_000, 240_000, 360_000, 480_000], [0.3, 0.1, 0.05, 0.04]),
+    }
+    study = LassoStudy(
+        kl_floor=0.01, curves=curves, wall_s={}, ess_mean={}, rgo_trials_mean=2.4, rgo_failures=0, final_samples={}
+    )
+    v = _lasso_verdict(study, config)
+    assert (v["zod_iters_to_threshold"], v["rgo_iters_to_threshold"]) == (20, 1500)
+    assert v["iteration_ratio"] == 75.0 and v["held_fewer_iterations"] and not v["iteration_ratio_is_lower_bound"]
+    assert (v["zod_queries_to_threshold"], v["rgo_queries_to_threshold"]) == (1_000_000, 360_000)
+    assert v["query_ratio"] == pytest.approx(0.36) and v["zod_rounds_to_threshold"] == 20 * config.diffusion_steps
+    assert v["held_interaction"]
+    # RGO never reaching the level: ratios become lower bounds from the whole run (10000 steps, 480,000 queries)
+    study.curves["rgo"] = _curve([500, 1000], [120_000, 480_000], [0.3, 0.1])
+    v = _lasso_verdict(study, config)
+    assert v["iteration_ratio"] == config.rgo_iters / 20 and v["iteration_ratio_is_lower_bound"]
+    assert v["rgo_queries_to_threshold"] is None and v["query_ratio"] == pytest.approx(0.48)
+    # a ratio below the figure's 68 does not hold: RGO at step 1000 -> 50
+    study.curves["rgo"] = _curve([500, 1000], [120_000, 240_000], [0.3, 0.05])
+    assert not _lasso_verdict(study, config)["held_fewer_iterations"]

@@ -120,7 +120,8 @@ def _lasso(zod_kl: list[float], rgo_kl: list[float], independent_kl: list[float]
 
 
 def test_lasso_verdict_ratio_lower_bound_and_interaction():
-    config = ZOProxConfig()  # threshold 0.2, 2000 RGO steps, ratio needed 10
+    # the earlier defaults (the thresholds are fields; the arithmetic does not depend on their values)
+    config = ZOProxConfig(kl_threshold=0.2, rgo_iters=2000, min_iteration_ratio=10.0)
     # ZOD-PS first reaches KL <= 0.2 at iteration 20; RGO never does in 2000 steps: ratio >= 2000 / 20 = 100
     v = _lasso_verdict(_lasso([0.5, 0.2, 0.1], [0.9] * 20, [0.6, 0.5, 0.4]), config)
     assert v["zod_iters_to_threshold"] == 20 and v["rgo_iters_to_threshold"] is None
@@ -142,22 +143,28 @@ def test_lasso_verdict_ratio_lower_bound_and_interaction():
 
 
 def test_lasso_summary_says_not_reached_instead_of_printing_none():
-    config = ZOProxConfig(lasso_iters=6, rgo_iters=40, rgo_thin=2, kl_window=3)
+    config = ZOProxConfig(lasso_iters=6, rgo_iters=40, rgo_thin=2, kl_window=3, kl_threshold=0.2)
     never = _lasso_verdict(_lasso([0.5, 0.4], [0.9] * 2, [0.6, 0.5]), config)
     assert _lasso_summary(never, config) == (
-        "Gaussian-Lasso: KL<=0.2 not reached in 6 ZOD-PS iterations vs not reached in 40 RGO steps (ratio undefined)"
+        "Gaussian-Lasso: KL<=0.2 not reached in 6 ZOD-PS iterations vs not reached in 40 RGO steps (ratio undefined; "
+        "queries: ZOD-PS never reached the level)"
     )
-    # ZOD-PS at iteration 20, RGO never in 40 steps: the ratio 40 / 20 = 2 is a lower bound
+    # ZOD-PS at iteration 20, RGO never in 40 steps: the ratio 40 / 20 = 2 is a lower bound; queries (= iterations
+    # in this helper) 20 against the whole RGO run's 200: a lower bound 10 on the query ratio
     bound = _lasso_verdict(_lasso([0.5, 0.1], [0.9] * 2, [0.6, 0.5]), config)
     assert _lasso_summary(bound, config).endswith(
-        "after 20 ZOD-PS iterations vs not reached in 40 RGO steps (ratio at least 2.0)"
+        "after 20 ZOD-PS iterations vs not reached in 40 RGO steps (ratio at least 2.0; queries 2.00e+01 ZOD-PS vs "
+        "at least 2.00e+02 RGO (RGO/ZOD-PS at least 10.00))"
     )
     both = _lasso_verdict(_lasso([0.5, 0.1], [0.9, 0.1], [0.6, 0.5]), config)  # RGO at step 200: 200 / 20 = 10
-    assert _lasso_summary(both, config).endswith("after 20 ZOD-PS iterations vs 200 RGO steps (ratio 10.0)")
+    assert _lasso_summary(both, config).endswith(
+        "after 20 ZOD-PS iterations vs 200 RGO steps (ratio 10.0; queries 2.00e+01 ZOD-PS vs 2.00e+02 RGO "
+        "(RGO/ZOD-PS 10.00))"
+    )
 
 
 def test_tori_verdict_averages_the_last_quarter():
-    config = ZOProxConfig()  # t2_min_fraction 0.02
+    config = ZOProxConfig(t2_min_fraction=0.02)  # the earlier bar; the arithmetic does not depend on it
     iters = [0, 4, 8, 12, 16]
     # last quarter: iterations >= 12, T2 shares 0.01 and 0.05 -> mean 0.03 >= 0.02
     zod = [(1.0, 0.0), (0.5, 0.0), (0.5, 0.1), (0.4, 0.01), (0.4, 0.05)]
@@ -165,6 +172,10 @@ def test_tori_verdict_averages_the_last_quarter():
     study = ToriStudy(iters, {"zod": zod, "in_and_out": io}, {}, 3 / 13, {}, 0, {})
     v = _tori_verdict(study, config)
     assert v["zod_t2_last_quarter"] == pytest.approx(0.03) and v["held_reaches_both"]
+    # against the true mass pi(T2) = 3/13: 0.03 / (3/13) = 0.13 of it
+    assert v["zod_t2_share_of_true_mass"] == pytest.approx(0.03 * 13 / 3)
+    # the figure's bar 0.037 (the default) is not reached by 0.03
+    assert not _tori_verdict(study, ZOProxConfig())["held_reaches_both"]
     # In-and-Out reaching T2 once (max share 0.02) is enough to fail the contrast
     io_reaches = [(1.0, 0.0), (0.98, 0.02), (1.0, 0.0), (1.0, 0.0), (1.0, 0.0)]
     study = ToriStudy(iters, {"zod": zod, "in_and_out": io_reaches}, {}, 3 / 13, {}, 0, {})

@@ -4,16 +4,19 @@ Drop-in pieces: the LIF neuron with a surrogate gradient, a spiking student / AN
 (TWD baseline, TMPD "many eyes", TPD "one mind", and :func:`meom_loss` combining them).
 """
 
-from iclr26.meom.lif import LIF, LIFTrace, SigmoidSurrogateSpike, lif_multistep, spike
+from iclr26.meom.lif import LIF, FireAndReset, LIFTrace, SigmoidSurrogateSpike, lif_multistep, spike
 from iclr26.meom.losses import (
     MEOMLoss,
     TWDLoss,
     cumulative_mean_logits,
     kd_kl,
+    matched_softening,
+    mean_entropy,
     meom_loss,
     multi_perspective_teacher_logits,
     per_timestep_ce,
     sample_temporal_masks,
+    static_temporal_masks,
     temporal_kd_loss,
     tmpd_loss,
     tpd_loss,
@@ -32,6 +35,7 @@ __all__ = [
     "LIF",
     "ClassifierHead",
     "ConvTeacher",
+    "FireAndReset",
     "LIFTrace",
     "MEOMLoss",
     "SigmoidSurrogateSpike",
@@ -42,6 +46,8 @@ __all__ = [
     "kd_kl",
     "lif_multistep",
     "logit_temporal_variance",
+    "matched_softening",
+    "mean_entropy",
     "meom_loss",
     "multi_perspective_teacher_logits",
     "per_timestep_accuracy",
@@ -51,6 +57,7 @@ __all__ = [
     "repeat_input",
     "sample_temporal_masks",
     "spike",
+    "static_temporal_masks",
     "temporal_kd_loss",
     "tmpd_loss",
     "tpd_loss",

@@ -5,15 +5,18 @@ T = 4) and truncated-inference study (train at T = 6, evaluate at t = 1..T) are 
 
 1. Data: scikit-learn's bundled 8x8 digits with a blanked square and Gaussian noise, a fixed stratified split.
 2. Per seed: train an ANN teacher (:class:`ConvTeacher`), then from one shared SNN initialisation train one student
-   (:class:`SpikingConvNet`, T timesteps, direct input) per arm with the same batch order (paired comparison):
-   - ``ce``: L_CE only;  ``twd``: L_CE + 0.5 KD (= TMPD with lambda = 0);  ``twd+tmpd``: L_CE + 0.5 L_TMPD;
-   - ``twd+tpd``: L_CE + 0.5 KD + 0.3 L_TPD;  ``meom``: L_CE + 0.5 L_TMPD + 0.3 L_TPD.
+   (:class:`SpikingConvNet`, T timesteps, direct input) per arm with the same batch order and static masks
+   (paired comparison):
+   - ``ce``: L_CE only;  ``twd``: L_CE + 0.2 KD (TWD's own KD weight);  ``twd-w0.5``: L_CE + 0.5 KD (MEOM's weight);
+   - ``twd-soft``: L_CE + 0.5 KD to the teacher logits divided by s, the softening matched to the masks' (control);
+   - ``twd+tmpd``: L_CE + 0.5 L_TMPD;  ``twd+tpd``: L_CE + 0.5 KD + 0.3 L_TPD;  ``meom``: L_CE + 0.5 L_TMPD + 0.3 L_TPD.
 3. Evaluate on the test split: truncated accuracy at every t = 1..T and three temporal-variance candidates for
    Var@T.
-4. Verdict: MEOM beats TWD if the seed-mean paired gain MEOM - TWD exceeds ``claim_tolerance`` at every t = 1..T
-   (t = T is full-length inference). A gain is called significant when it lies outside its 95% confidence
-   interval under a paired Student-t test over the seeds. Secondary checks (reported, not part of the verdict): TPD
-   raises early-timestep accuracy (t = 1), TMPD lowers the temporal variance.
+4. Verdict: MEOM beats TWD if, at every t = 1..T (t = T is full-length inference), the seed-mean paired gain MEOM -
+   TWD exceeds ``claim_tolerance`` and a two-sided paired Student-t test over at least ``min_seeds`` (5) seeds
+   rejects "no difference" at 5% (the 95% interval lies above 0). The control: TWD+TMPD and MEOM against the
+   softened-teacher TWD, same test. Secondary checks (reported, not part of the verdict): TPD raises early-timestep
+   accuracy (t = 1), TMPD lowers the temporal variance (both against ``twd-w0.5``, the same KD weight).
 
 Units of work (a killed run resumes with ``iclr26 run meom --resume RUN_DIR``): ``teacher-seed<k>`` (the trained
 teacher's weights and test accuracy) and ``student-<arm>-seed<k>`` (one student trained and evaluated) per seed k.
@@ -24,7 +27,8 @@ is then moved, so a run draws the same numbers on any device; metrics leave the 
 
 Deviations (see the README): digits instead of CIFAR/ImageNet; a 3-conv net instead of ResNet-19; Adam with a
 cosine schedule for a few dozen epochs instead of SGD for 300 epochs; unspecified MEOM hyperparameters (lambda,
-mask keep ratio, static vs resampled masks, TPD target detaching) are config fields with our defaults.
+mask keep ratio, static vs resampled masks, 1/keep rescaling, TPD target detaching) are config fields with our
+defaults.
 """
 
 from __future__ import annotations
@@ -46,7 +50,13 @@ from iclr26.common.seeding import derive_seed, torch_generator
 from iclr26.common.stats import paired_t
 from iclr26.meom.data import DigitsSplit, load_corrupted_digits
 from iclr26.meom.lif import LIF
-from iclr26.meom.losses import meom_loss, sample_temporal_masks
+from iclr26.meom.losses import (
+    matched_softening,
+    meom_loss,
+    multi_perspective_teacher_logits,
+    sample_temporal_masks,
+    static_temporal_masks,
+)
 from iclr26.meom.metrics import (
     accuracy_temporal_variance,
     logit_temporal_variance,
@@ -56,8 +66,8 @@ from iclr26.meom.metrics import (
 )
 from iclr26.meom.models import ConvTeacher, SpikingConvNet, predict_logits
 
-Arm = Literal["ce", "twd", "twd+tmpd", "twd+tpd", "meom"]
-ALL_ARMS: tuple[Arm, ...] = ("ce", "twd", "twd+tmpd", "twd+tpd", "meom")
+Arm = Literal["ce", "twd", "twd-w0.5", "twd-soft", "twd+tmpd", "twd+tpd", "meom"]
+ALL_ARMS: tuple[Arm, ...] = ("ce", "twd", "twd-w0.5", "twd-soft", "twd+tmpd", "twd+tpd", "meom")
 
 
 def _opt(default: Any, help_text: str) -> Any:
@@ -71,8 +81,13 @@ class MEOMConfig(ExperimentConfig):
 
     timesteps: int = _opt(6, "T, SNN timesteps (TWD code default T=6; the paper's truncation study trains at T=6)")
     n_seeds: int = _opt(5, "independent seeds per arm (issue 10: 5 seeds)")
+    min_seeds: int = _opt(
+        5, "seeds the verdict needs for its paired test at every timestep (issue 16: at least 5); fewer: not held"
+    )
     arms: tuple[Arm, ...] = _opt(
-        ALL_ARMS, "arms from ce, twd, twd+tmpd, twd+tpd, meom; twd and meom are required (the paper's ablation)"
+        ALL_ARMS,
+        "arms from ce, twd, twd-w0.5, twd-soft, twd+tmpd, twd+tpd, meom; twd and meom are required (the verdict); "
+        "twd-w0.5 is TWD at MEOM's KD weight w_tmpd, twd-soft the softened-teacher control (issue 16)",
     )
     n_test: int = _opt(797, "test images of the 1797 digits, the rest (1000) train (not in the paper; low eval noise)")
     occlusion: int = _opt(3, "side of the blanked square per 8x8 image (not in the paper; teacher near 90%)")
@@ -82,8 +97,12 @@ class MEOMConfig(ExperimentConfig):
         (32, 64, 128), "teacher channels, 2x the student's (TWD code: ResNet-34 teacher, ResNet-18 student; sizes ours)"
     )
     student_widths: tuple[int, int, int] = _opt((16, 32, 64), "SNN conv channels (not in the paper; CPU stand-in)")
-    teacher_epochs: int = _opt(30, "teacher training epochs (not in the paper; the teacher converges)")
-    student_epochs: int = _opt(20, "student epochs per arm (paper/TWD code: 300 on CIFAR; reduced for CPU)")
+    teacher_epochs: int = _opt(20, "teacher training epochs (not in the paper; 30 before issue 16, cut for CPU time)")
+    student_epochs: int = _opt(
+        12,
+        "student epochs per arm (paper/TWD code: 300 on CIFAR; 20 before issue 16 added two arms, cut to keep 7 arms "
+        "x 5 seeds within 10 CPU minutes)",
+    )
     batch_size: int = _opt(64, "minibatch size (TWD code: 128; smaller for 1000 training images)")
     lr: float = _opt(1e-2, "Adam lr, cosine decay (TWD code: SGD lr 0.1 for 300 epochs; Adam for short CPU runs)")
     weight_decay: float = _opt(5e-4, "weight decay (TWD code: 5e-4)")
@@ -94,6 +113,13 @@ class MEOMConfig(ExperimentConfig):
     )
     mask_mode: Literal["fixed", "per_step"] = _opt(
         "fixed", "fixed: T masks drawn once per seed ('random static masks', reviewers); per_step: redrawn each step"
+    )
+    rescale_masks: bool = _opt(
+        False, "divide kept teacher features by keep_prob (dropout style; issue 16 option; the paper writes f*m)"
+    )
+    twd_kd_weight: float = _opt(
+        0.2,
+        "KD weight of the twd arm (TWD repository README commands: --alpha 0.2; the arm twd-w0.5 uses w_tmpd)",
     )
     w_ce: float = _opt(1.0, "weight of L_CE (paper, via the summary: 1)")
     w_tmpd: float = _opt(0.5, "weight of L_TMPD and of TWD's KD term (paper, via the summary: 0.5)")
@@ -125,6 +151,8 @@ class MEOMConfig(ExperimentConfig):
         super().__post_init__()
         require(self.timesteps >= 2, "timesteps", f"TPD needs T >= 2, got {self.timesteps}")
         require(self.n_seeds >= 1, "n_seeds", f"must be >= 1, got {self.n_seeds}")
+        require(self.min_seeds >= 2, "min_seeds", f"a paired t-test needs >= 2 seeds, got {self.min_seeds}")
+        require(self.twd_kd_weight >= 0, "twd_kd_weight", f"must be >= 0, got {self.twd_kd_weight}")
         require(len(set(self.arms)) == len(self.arms), "arms", f"arms must be distinct, got {self.arms}")
         require(
             "twd" in self.arms and "meom" in self.arms,
@@ -157,22 +185,29 @@ class MEOMConfig(ExperimentConfig):
 
 @dataclass(frozen=True)
 class ArmLoss:
-    """How an arm weights the MEOM terms: lambda (0 turns TMPD into TWD's KD), w_tmpd and w_tpd."""
+    """How an arm weights the MEOM terms: lambda (0 turns TMPD into TWD's KD), w_tmpd (the KD/TMPD weight), w_tpd,
+    and whether the teacher logits are softened by the factor matched to the masks (:func:`matched_softening`)."""
 
     lam: float
     w_tmpd: float
     w_tpd: float
+    soften: bool = False
 
 
 def arm_loss(arm: Arm, config: MEOMConfig) -> ArmLoss:
-    """The loss weights of ``arm`` under ``config`` (w_ce is shared by all arms)."""
-    uses_teacher = arm != "ce"
+    """The loss weights of ``arm`` under ``config`` (w_ce is shared by all arms).
+
+    ``twd`` uses TWD's own KD weight (``twd_kd_weight``, 0.2); every other teacher arm uses MEOM's ``w_tmpd``
+    (0.5), so ``twd-w0.5``, ``twd-soft``, ``twd+tmpd``, ``twd+tpd`` and ``meom`` differ only in their targets and TPD.
+    """
     uses_masks = arm in ("twd+tmpd", "meom")
     uses_tpd = arm in ("twd+tpd", "meom")
+    w_kd = 0.0 if arm == "ce" else config.twd_kd_weight if arm == "twd" else config.w_tmpd
     return ArmLoss(
         lam=config.lam if uses_masks else 0.0,
-        w_tmpd=config.w_tmpd if uses_teacher else 0.0,
+        w_tmpd=w_kd,
         w_tpd=config.w_tpd if uses_tpd else 0.0,
+        soften=arm == "twd-soft",
     )
 
 
@@ -187,6 +222,7 @@ class ArmResult:
         var_acc: Var_t(100 * truncated_acc_t), percent^2.
         disagreement: share of (sample, t) whose own argmax differs from the full-length prediction, in [0, 1].
         final_loss: training loss of the last epoch (mean over its steps).
+        softening: the factor s the teacher logits were divided by (``twd-soft``; 1 for the other arms).
     """
 
     truncated_acc: np.ndarray
@@ -195,6 +231,7 @@ class ArmResult:
     var_acc: float
     disagreement: float
     final_loss: float
+    softening: float = 1.0
 
 
 def _cosine_lr(optimizer: torch.optim.Optimizer, total_steps: int) -> torch.optim.lr_scheduler.LRScheduler:
@@ -298,16 +335,22 @@ def train_student(
     student.to(device)
     opt = torch.optim.Adam(student.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     order_gen = torch_generator(derive_seed(seed, "student-order"))
-    mask_gen = torch_generator(derive_seed(seed, "masks"))
+    mask_seed = derive_seed(seed, "masks")
+    # the masks: static ones are meom_loss's default (drawn once from mask_seed on the CPU, then moved: the same
+    # masks on every device); per_step redraws them at every step from a CPU generator
+    mask_kw: dict[str, Any] = {"keep_prob": config.keep_prob, "rescale_masks": config.rescale_masks}
+    if config.mask_mode == "fixed":
+        mask_kw["mask_seed"] = mask_seed
+    else:
+        mask_gen = torch_generator(mask_seed)
     with torch.no_grad():
-        feat_shape = tuple(teacher.features(data.x_train[:2]).shape[1:])
-
-    def draw_masks() -> Tensor:
-        # m_t ~ Bernoulli(keep_prob) from the CPU generator, then moved: the same masks on every device
-        masks = sample_temporal_masks(config.timesteps, feat_shape, keep_prob=config.keep_prob, generator=mask_gen)
-        return masks.to(device)  # (T, D, H, W)
-
-    fixed_masks = draw_masks()
+        # the frozen teacher (eval mode: per-sample BatchNorm) computes every training image's features once
+        train_feats = teacher.features(data.x_train)  # (N, D, H, W)
+    head = teacher.head
+    softening = 1.0
+    if weights.soften:
+        softening = softening_factor(config, data, teacher, mask_seed)
+        head = _SoftenedHead(teacher.head, softening)
     steps_per_epoch = len(_batches(len(data.y_train), config.batch_size, torch_generator(0)))
     sched = _cosine_lr(opt, config.student_epochs * steps_per_epoch)
     student.train()
@@ -317,13 +360,17 @@ def train_student(
         for idx in _batches(len(data.y_train), config.batch_size, order_gen):
             idx = idx.to(device)
             x, y = data.x_train[idx], data.y_train[idx]
-            with torch.no_grad():
-                feats = teacher.features(x)  # (B, D, H, W)
+            feats = train_feats[idx]  # (B, D, H, W)
+            if config.mask_mode == "per_step":
+                # m_t ~ Bernoulli(keep_prob) from the CPU generator at every step, then moved
+                mask_kw["masks"] = sample_temporal_masks(
+                    config.timesteps, tuple(feats.shape[1:]), keep_prob=config.keep_prob, generator=mask_gen,
+                    rescale=config.rescale_masks,
+                ).to(device)  # fmt: skip
             out = meom_loss(
-                student(x), feats, teacher.head, y,
-                masks=fixed_masks if config.mask_mode == "fixed" else draw_masks(), lam=weights.lam, tau=config.tau,
+                student(x), feats, head, y, lam=weights.lam, tau=config.tau,
                 w_ce=config.w_ce, w_tmpd=weights.w_tmpd, w_tpd=weights.w_tpd,
-                tpd_divergence=config.tpd_divergence, detach_tpd_target=config.detach_tpd_target,
+                tpd_divergence=config.tpd_divergence, detach_tpd_target=config.detach_tpd_target, **mask_kw,
             )  # fmt: skip
             opt.zero_grad()
             out.total.backward()
@@ -341,7 +388,34 @@ def train_student(
         var_acc=accuracy_temporal_variance(trunc),
         disagreement=prediction_disagreement(logits),
         final_loss=epoch_loss,
+        softening=softening,
     )
+
+
+class _SoftenedHead(torch.nn.Module):
+    """The teacher's head with its logits divided by s: the targets of the ``twd-soft`` control."""
+
+    def __init__(self, head: torch.nn.Module, factor: float) -> None:
+        super().__init__()
+        self.head, self.factor = head, factor
+
+    def forward(self, feats: Tensor) -> Tensor:
+        return self.head(feats) / self.factor
+
+
+def softening_factor(config: MEOMConfig, data: DigitsSplit, teacher: ConvTeacher, mask_seed: int) -> float:
+    """s of the ``twd-soft`` control: the teacher logits divided by s have the mean entropy (at temperature tau) of
+    the TMPD targets that the seed's static masks and lambda give, over the training images (:func:`matched_softening`).
+    """
+    with torch.no_grad():
+        feats = teacher.features(data.x_train)
+        masks = static_temporal_masks(
+            config.timesteps, tuple(feats.shape[1:]), keep_prob=config.keep_prob, mask_seed=mask_seed,
+            rescale=config.rescale_masks, dtype=feats.dtype, device=feats.device,
+        )  # fmt: skip
+        z = teacher.head(feats)
+        views = multi_perspective_teacher_logits(feats, teacher.head, masks, lam=config.lam, teacher_logits=z)
+    return matched_softening(z, views, tau=config.tau)
 
 
 def _sd(a: np.ndarray) -> np.ndarray:
@@ -470,22 +544,39 @@ def _outcome(
             "final_train_loss_mean": float(np.mean([r.final_loss for r in results[arm]])),
             "truncated_acc_per_seed": trunc[arm],
         }
-        for arm in config.arms
+        for arm in results
     }
     # every arm against the TWD baseline, seed-paired, at every t: (T,) arrays each
-    vs_twd = {arm: _paired(trunc[arm], trunc["twd"]) for arm in config.arms if arm != "twd"}
+    vs_twd = {arm: _paired(trunc[arm], trunc["twd"]) for arm in results if arm != "twd"}
     gain = vs_twd["meom"]
-    held = bool(np.all(gain["mean"] > config.claim_tolerance))
-    secondary: dict[str, Any] = {}
+    # MEOM beats TWD at t: the paired gain exceeds the tolerance and a two-sided paired t-test over the seeds
+    # rejects "no difference" at 5% (the 95% interval lies above 0); with fewer than min_seeds seeds: untestable
+    beats_by_t = (gain["mean"] > config.claim_tolerance) & (gain["mean"] - gain["ci95"] > 0)
+    testable = n >= config.min_seeds
+    held = bool(testable and np.all(beats_by_t))
+    # the ablation's base at MEOM's own KD weight (same weight as every other teacher arm), when it was run
+    base = "twd-w0.5" if "twd-w0.5" in results else "twd"
+    vs_base = {arm: _paired(trunc[arm], trunc[base]) for arm in results if arm != base}
+    controls: dict[str, Any] = {}
+    if "twd-soft" in results:
+        # issue 16's control: is TMPD's gain more than plain target softening? (same KD weight, same temperature)
+        controls["softening_factor_per_seed"] = np.array([r.softening for r in results["twd-soft"]])
+        for arm in ("twd+tmpd", "meom"):
+            if arm in results:
+                d = _paired(trunc[arm], trunc["twd-soft"])
+                controls[f"{arm}_minus_twd-soft"] = d
+                controls[f"{arm}_beats_twd-soft_by_t"] = (d["mean"] > 0) & (d["mean"] - d["ci95"] > 0)
+        controls["twd-soft_minus_twd"] = vs_twd["twd-soft"]
+    secondary: dict[str, Any] = {"ablation_base": base}
     if "twd+tpd" in results:
-        # "TPD raises early-timestep accuracy": the paired gain of TWD+TPD over TWD at t = 1
-        tpd_gain = vs_twd["twd+tpd"]
+        # "TPD raises early-timestep accuracy": the paired gain of TWD+TPD over TWD (same KD weight) at t = 1
+        tpd_gain = vs_base["twd+tpd"]
         secondary["tpd_raises_t1"] = bool(tpd_gain["mean"][0] > 0)
         secondary["tpd_raises_t1_significant"] = bool(tpd_gain["significant"][0] and tpd_gain["mean"][0] > 0)
     if "twd+tmpd" in results:
-        # "TMPD lowers temporal variance": paired change TWD+TMPD - TWD of each Var@T candidate
+        # "TMPD lowers temporal variance": paired change TWD+TMPD - TWD (same KD weight) of each Var@T candidate
         for name, values in (("var_logits", var_logits), ("disagreement", disagreement), ("var_acc", var_acc)):
-            dv = _paired(values["twd+tmpd"], values["twd"])
+            dv = _paired(values["twd+tmpd"], values[base])
             secondary[f"tmpd_{name}_change"] = dv["mean"]
             secondary[f"tmpd_{name}_change_ci95"] = dv["ci95"]
             secondary[f"tmpd_lowers_{name}"] = bool(dv["mean"] < 0)
@@ -495,6 +586,8 @@ def _outcome(
         "teacher_acc_per_seed": 100 * np.array(teacher_acc),
         "arms": arms_metrics,
         "gain_vs_twd_pp": vs_twd,
+        "gain_vs_ablation_base_pp": vs_base,
+        "controls": controls,
         "secondary": secondary,
     }
     _plot(config, ctx, trunc, gain)
@@ -504,28 +597,59 @@ def _outcome(
         "meom_minus_twd_ci95_pp_by_t": gain["ci95"],
         "meom_gain_significant_by_t": gain["significant"],
         "meom_wins_by_t": gain["wins"],
+        "meom_beats_twd_by_t": beats_by_t,
+        "verdict_testable": testable,
         "n_seeds": n,
-        "thresholds": {"claim_tolerance": threshold(config, "claim_tolerance")},
+        "twd_kd_weight": config.twd_kd_weight,
+        "thresholds": {
+            "claim_tolerance": threshold(config, "claim_tolerance"),
+            "min_seeds": threshold(config, "min_seeds"),
+        },
         "meom_acc_full_T": arms_metrics["meom"]["acc_full_T_mean"],
         "twd_acc_full_T": arms_metrics["twd"]["acc_full_T_mean"],
     }
     if "ce" in results:
         evidence["ce_acc_full_T"] = arms_metrics["ce"]["acc_full_T_mean"]
-    n_sig = int(np.sum(gain["significant"]))
+    if "twd-w0.5" in results:
+        # both KD weights of TWD side by side (issue 16): its repository's 0.2 (the verdict) and MEOM's 0.5
+        evidence["twd_w05_acc_full_T"] = arms_metrics["twd-w0.5"]["acc_full_T_mean"]
+        evidence["meom_minus_twd_w05_mean_pp_by_t"] = vs_twd["meom"]["mean"] - vs_twd["twd-w0.5"]["mean"]
+        evidence["meom_minus_twd_w05_ci95_pp_by_t"] = vs_base["meom"]["ci95"] if base == "twd-w0.5" else None
+    if "twd-soft" in results:
+        evidence["softening_factor_mean"] = float(np.mean(controls["softening_factor_per_seed"]))
+        for arm in ("twd+tmpd", "meom"):
+            if arm in results:
+                evidence[f"{arm}_minus_twd_soft_mean_pp_by_t"] = controls[f"{arm}_minus_twd-soft"]["mean"]
+                evidence[f"{arm}_minus_twd_soft_ci95_pp_by_t"] = controls[f"{arm}_minus_twd-soft"]["ci95"]
+                evidence[f"{arm}_beats_twd_soft_by_t"] = controls[f"{arm}_beats_twd-soft_by_t"]
+    n_beats = int(np.sum(beats_by_t))
     # a paired t-test needs two seeds: with one, say so rather than print "0/T significant"
-    significance = f"{n_sig}/{T} significant, paired t-test at 5%" if n > 1 else "significance not testable with 1 seed"
+    significance = (
+        f"significantly above 0 at {n_beats}/{T} t, paired t-test at 5%"
+        if n > 1
+        else "significance not testable with 1 seed"
+    )
     measurement = (
         f"T={T}, {n} seed{'s' if n > 1 else ''}: MEOM {arms_metrics['meom']['acc_full_T_mean']:.2f}% vs TWD "
-        f"{arms_metrics['twd']['acc_full_T_mean']:.2f}% at full T; paired gain by t = "
-        + ", ".join(f"{g:+.2f}" for g in gain["mean"])
-        + f" pp ({significance}); teacher {metrics['teacher_acc_mean']:.1f}%"
+        f"(KD weight {config.twd_kd_weight:g}) {arms_metrics['twd']['acc_full_T_mean']:.2f}% at full T; paired gain "
+        "by t = " + ", ".join(f"{g:+.2f}" for g in gain["mean"]) + f" pp ({significance})"
     )
-    not_significant = ", ".join(str(t + 1) for t in np.flatnonzero(~gain["significant"]))
-    notes = "Gains are seed-paired means (shared init and batch order). "
-    if n == 1:
-        notes += "One seed: no significance test. "
-    elif not_significant:
-        notes += f"MEOM - TWD is not significant (paired t-test, 5%) at t = {not_significant}. "
+    if "twd+tmpd_minus_twd-soft" in controls:
+        soft = controls["twd+tmpd_minus_twd-soft"]
+        measurement += (
+            f"; control TWD+TMPD - softened-teacher TWD (s = {np.mean(controls['softening_factor_per_seed']):.2f}) "
+            f"at full T {soft['mean'][-1]:+.2f} ± {soft['ci95'][-1]:.2f} pp"
+        )
+    measurement += f"; teacher {metrics['teacher_acc_mean']:.1f}%"
+    not_beaten = ", ".join(str(t + 1) for t in np.flatnonzero(~beats_by_t))
+    notes = (
+        "Gains are seed-paired means (shared init, batch order and masks); claim_held needs a significant paired "
+        f"gain (95% interval above 0) at every t with at least {config.min_seeds} seeds. "
+    )
+    if not testable:
+        notes += f"{n} seed(s) < {config.min_seeds}: the verdict is not testable, so not held. "
+    elif not_beaten:
+        notes += f"MEOM does not significantly beat TWD (paired t-test, 5%) at t = {not_beaten}. "
     notes += "Var@T definition of the paper unknown; three candidates reported."
     if "ce" in results and vs_twd["ce"]["mean"][-1] > 0:
         notes += " TWD is below the CE-only student at full T here: the constant-teacher KD term did not help" + (

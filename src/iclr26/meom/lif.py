@@ -15,6 +15,14 @@ Difference equations, for t = 1..T with V_0 = V_reset (hard reset) or 0 (soft re
 
 Backward: dS/dH = alpha * sigmoid(alpha * (H - V_th)) * (1 - sigmoid(alpha * (H - V_th))).
 
+Fast path (issue 18), the TWD neuron's case V_reset = 0: H_t = beta V_{t-1} + X_t, and fire and reset are one autograd
+node (:class:`FireAndReset`): S_t = Theta(H_t - V_th), V_t = H_t (1 - S_t), whose backward is written out,
+
+    dL/dH = g_S S' + g_V ((1 - S) - H S')      (S' = dS/dH, the surrogate; detach_reset drops the - H S' term),
+
+so each timestep records two autograd nodes instead of eight. The membrane is stacked only when asked for
+(``membrane=True``). ``benchmarks/meom_lif.py`` times the layer against snntorch's ``Leaky``.
+
 Shapes: T timesteps, B batch, ``*`` any trailing neuron dimensions.
 
 Deviations: none from the TWD neuron; spikingjelly's CUDA/cupy backends are not reproduced (pure torch loop).
@@ -59,17 +67,45 @@ def spike(x: Tensor, *, alpha: float = 4.0) -> Tensor:
     return SigmoidSurrogateSpike.apply(x, alpha)
 
 
+class FireAndReset(torch.autograd.Function):
+    """S = Theta(H - V_th) and the hard reset to 0, V = H (1 - S), as one node with the surrogate of :func:`spike`.
+
+    Backward (S' = alpha sigmoid(alpha (H - V_th)) (1 - sigmoid(alpha (H - V_th)))):
+    dL/dH = g_S S' + g_V ((1 - S) - H S'), or g_S S' + g_V (1 - S) with ``detach_reset``.
+    """
+
+    @staticmethod
+    def forward(ctx, h: Tensor, v_threshold: float, alpha: float, detach_reset: bool) -> tuple[Tensor, Tensor]:  # type: ignore[override]
+        fired = h >= v_threshold  # Theta(0) = 1
+        ctx.save_for_backward(h, fired)
+        ctx.v_threshold, ctx.alpha, ctx.detach_reset = v_threshold, alpha, detach_reset
+        # V = H (1 - S) = H where the neuron did not fire, 0 where it did
+        return fired.to(h.dtype), h.masked_fill(fired, 0.0)
+
+    @staticmethod
+    def backward(ctx, grad_s: Tensor, grad_v: Tensor) -> tuple[Tensor | None, None, None, None]:  # type: ignore[override]
+        h, fired = ctx.saved_tensors
+        # S' = alpha sig (1 - sig), sig = sigmoid(alpha (H - V_th)); in place on fresh buffers (large layers are
+        # bound by memory traffic and allocation, not arithmetic)
+        sig = (h - ctx.v_threshold).mul_(ctx.alpha).sigmoid_()
+        sg = sig.mul_(torch.rsub(sig, 1.0)).mul_(ctx.alpha)
+        # g_S S' - g_V H S' (without the reset term when it is detached)
+        through_spike = (grad_s if ctx.detach_reset else torch.addcmul(grad_s, grad_v, h, value=-1.0)).mul(sg)
+        # + g_V (1 - S), the gradient through the kept membrane
+        return through_spike.add_(grad_v.masked_fill(fired, 0.0)), None, None, None
+
+
 @dataclass(frozen=True)
 class LIFTrace:
     """The output of :func:`lif_multistep`.
 
     Attributes:
         spikes: S_t, shape (T, B, *), values 0/1.
-        membrane: V_t after the reset of step t, shape (T, B, *).
+        membrane: V_t after the reset of step t, shape (T, B, *); ``None`` unless ``membrane=True`` was passed.
     """
 
     spikes: Tensor
-    membrane: Tensor
+    membrane: Tensor | None
 
 
 def lif_multistep(
@@ -80,6 +116,7 @@ def lif_multistep(
     v_reset: float | None = 0.0,
     alpha: float = 4.0,
     detach_reset: bool = False,
+    membrane: bool = False,
 ) -> LIFTrace:
     """Run LIF neurons over the leading time axis of ``x`` from rest.
 
@@ -90,9 +127,10 @@ def lif_multistep(
         v_reset: reset potential for a hard reset, or ``None`` for a soft reset (subtract V_th).
         alpha: surrogate-gradient sharpness.
         detach_reset: stop the gradient through S_t in the reset step (spikingjelly ``detach_reset``).
+        membrane: also return the post-reset membrane potentials (costs one (T, B, *) tensor).
 
     Returns:
-        :class:`LIFTrace` with spikes and post-reset membrane potentials, both (T, B, *).
+        :class:`LIFTrace` with spikes and, if ``membrane``, the post-reset membrane potentials, both (T, B, *).
 
     Raises:
         ValueError: if ``x`` has fewer than 2 dimensions, ``decay`` is outside (0, 1], ``alpha`` is not positive or
@@ -106,8 +144,18 @@ def lif_multistep(
         raise ValueError(f"alpha: surrogate sharpness must be positive, got {alpha}")
     if v_reset is not None and v_threshold <= v_reset:
         raise ValueError(f"v_threshold: must exceed v_reset={v_reset}, got {v_threshold}")
+    spikes, potentials = [], []
+    if v_reset == 0.0:
+        # fast path: H_t = beta V_{t-1} + X_t (V_0 = 0, so H_1 = X_1); S_t, V_t = FireAndReset(H_t)
+        v = None
+        for x_t in x:
+            h = x_t if v is None else torch.add(x_t, v, alpha=decay)
+            s, v = FireAndReset.apply(h, v_threshold, alpha, detach_reset)
+            spikes.append(s)
+            if membrane:
+                potentials.append(v)
+        return LIFTrace(spikes=torch.stack(spikes), membrane=torch.stack(potentials) if membrane else None)
     v = torch.full_like(x[0], 0.0 if v_reset is None else v_reset)
-    spikes, membrane = [], []
     for x_t in x:
         if v_reset is None:
             # H_t = beta V_{t-1} + X_t
@@ -125,8 +173,9 @@ def lif_multistep(
             # V_t = H_t (1 - S_t) + V_reset S_t
             v = h * (1.0 - s_reset) + v_reset * s_reset
         spikes.append(s)
-        membrane.append(v)
-    return LIFTrace(spikes=torch.stack(spikes), membrane=torch.stack(membrane))
+        if membrane:
+            potentials.append(v)
+    return LIFTrace(spikes=torch.stack(spikes), membrane=torch.stack(potentials) if membrane else None)
 
 
 class LIF(nn.Module):

@@ -28,13 +28,17 @@ Deviations and choices (the paper leaves them open; each is an argument):
 - tau^2 on TMPD and TPD, as on the TWD KD term, so that TMPD reduces exactly to TWD's KD term (the summary
   writes TMPD and TPD without tau^2).
 - the TPD target p_<=t+1 is detached by default (``detach_target``); the summary does not say.
-- masks are Bernoulli(keep_prob) over the teacher's feature elements, one per timestep, shared by the batch and
-  not rescaled by 1/keep_prob (f~_t = f^A * m_t as written); callers may pass their own (e.g. rescaled) masks.
+- masks are Bernoulli(keep_prob) over the teacher's feature elements, one per timestep, shared by the batch, drawn
+  once from ``mask_seed`` and static across training ("random static masks") unless ``mask_mode="resample"``;
+  not rescaled by 1/keep_prob by default (f~_t = f^A * m_t as written), ``rescale_masks=True`` divides the kept
+  elements by keep_prob (dropout style, E[m_t / keep] = 1); callers may pass their own masks.
 - the teacher is frozen: its logits and masked-view logits are computed without gradient.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -174,6 +178,7 @@ def sample_temporal_masks(
     generator: torch.Generator | None = None,
     dtype: torch.dtype = torch.float32,
     device: torch.device | str = "cpu",
+    rescale: bool = False,
 ) -> Tensor:
     """m_t, t = 1..T: one Bernoulli(keep_prob) mask over the teacher's feature elements per timestep.
 
@@ -184,9 +189,11 @@ def sample_temporal_masks(
         generator: the random source (a seeded ``torch.Generator`` for reproducible masks).
         dtype: mask dtype.
         device: mask device (the generator must live there too).
+        rescale: divide the kept elements by ``keep_prob`` (dropout's 1/keep rescaling, E[m] = 1); the drawn 0/1
+            pattern is the same either way.
 
     Returns:
-        0/1 masks of shape (T, *F).
+        0/1 masks (0 / (1/keep_prob) with ``rescale``) of shape (T, *F).
 
     Raises:
         ValueError: if ``timesteps`` < 1 or ``keep_prob`` is outside (0, 1].
@@ -196,7 +203,48 @@ def sample_temporal_masks(
     if not 0.0 < keep_prob <= 1.0:
         raise ValueError(f"keep_prob: must lie in (0, 1], got {keep_prob}")
     u = torch.rand((timesteps, *feature_shape), generator=generator, dtype=dtype, device=device)
-    return (u < keep_prob).to(dtype)
+    masks = (u < keep_prob).to(dtype)
+    return masks / keep_prob if rescale else masks
+
+
+def static_temporal_masks(
+    timesteps: int,
+    feature_shape: tuple[int, ...],
+    *,
+    keep_prob: float,
+    mask_seed: int = 0,
+    rescale: bool = False,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str = "cpu",
+) -> Tensor:
+    """The random static masks m_t of TMPD: drawn once from ``mask_seed`` and the same on every call.
+
+    They are drawn on the CPU from ``torch.Generator().manual_seed(mask_seed)`` (so every device gets the same
+    masks) and then cast and moved; equal to ``sample_temporal_masks(..., generator=that generator)``.
+
+    Args:
+        timesteps: T >= 1.
+        feature_shape: F, the teacher feature shape without the batch axis.
+        keep_prob: keep probability in (0, 1].
+        mask_seed: the seed that fixes the masks (one per training run: "drawn once per seed").
+        rescale: dropout's 1/keep rescaling of the kept elements.
+        dtype: mask dtype.
+        device: mask device.
+
+    Returns:
+        masks of shape (T, *F).
+    """
+    key = (timesteps, tuple(feature_shape), float(keep_prob), int(mask_seed), bool(rescale))
+    return _static_masks_cpu(*key).to(dtype=dtype, device=device, copy=True)  # a copy: the cache stays intact
+
+
+@functools.lru_cache(maxsize=16)
+def _static_masks_cpu(
+    timesteps: int, feature_shape: tuple[int, ...], keep_prob: float, mask_seed: int, rescale: bool
+) -> Tensor:
+    gen = torch.Generator().manual_seed(mask_seed)
+    masks = sample_temporal_masks(timesteps, feature_shape, keep_prob=keep_prob, generator=gen, rescale=rescale)
+    return masks.requires_grad_(False)
 
 
 def multi_perspective_teacher_logits(
@@ -272,6 +320,65 @@ def tmpd_loss(student_logits_per_t: Tensor, perspective_logits: Tensor, *, tau: 
             f"(same T and class count), got {tuple(perspective_logits.shape)}"
         )
     return kd_kl(student_logits_per_t, perspective_logits, tau=tau)
+
+
+def mean_entropy(logits: Tensor, *, tau: float = 1.0) -> float:
+    """Mean Shannon entropy (nats) of softmax(logits / tau) over all leading axes; logits (..., C)."""
+    logp = F.log_softmax(logits.double() / tau, dim=-1)
+    return float(-(logp.exp() * logp).sum(-1).mean())
+
+
+def matched_softening(teacher_logits: Tensor, perspective_logits: Tensor, *, tau: float = 3.0) -> float:
+    """The factor s >= 0 such that the teacher's softened targets softmax(z^A / (s tau)) have the same mean entropy as
+    TMPD's targets softmax(z^_t / tau), averaged over timesteps and samples.
+
+    This is the control of issue 16: "TWD with a softened teacher, temperature matched to the softening the masks
+    cause". Masking drops feature elements (and, without 1/keep rescaling, shrinks the masked logits), so the
+    multi-perspective targets are flatter than the teacher's; TWD with z^A / s has equally flat targets but no
+    per-timestep diversity. Found by bisection on log s (the mean entropy grows monotonically with s).
+
+    Args:
+        teacher_logits: z^A, shape (B, C).
+        perspective_logits: z^, shape (T, B, C) (e.g. :attr:`MEOMLoss.perspective_logits`).
+        tau: the distillation temperature.
+
+    Returns:
+        s, to 1e-6 relative (s > 1: the perspectives are softer than the teacher; s = 1: as soft).
+
+    Raises:
+        ValueError: for mismatched shapes, NaN/inf, or a target entropy outside what a rescaled z^A can reach
+            (between the entropy at s -> 0 and log C).
+    """
+    _check_tau(tau)
+    _check_finite("teacher_logits", teacher_logits)
+    _check_finite("perspective_logits", perspective_logits)
+    if (
+        teacher_logits.dim() != 2
+        or perspective_logits.dim() != 3
+        or perspective_logits.shape[1:] != teacher_logits.shape
+    ):
+        raise ValueError(
+            f"perspective_logits: expected shape (T, *{tuple(teacher_logits.shape)}) for teacher_logits of shape "
+            f"(B, C), got {tuple(perspective_logits.shape)} and {tuple(teacher_logits.shape)}"
+        )
+    target = mean_entropy(perspective_logits, tau=tau)
+    lo, hi = math.log(1e-4), math.log(1e4)
+    h_lo, h_hi = (
+        mean_entropy(teacher_logits, tau=tau * math.exp(lo)),
+        mean_entropy(teacher_logits, tau=tau * math.exp(hi)),
+    )
+    if not h_lo - 1e-9 <= target <= h_hi + 1e-9:
+        raise ValueError(
+            f"perspective_logits: mean entropy {target:.4f} is outside [{h_lo:.4f}, {h_hi:.4f}], the range of the "
+            "rescaled teacher logits"
+        )
+    for _ in range(80):  # 80 halvings of an interval of width log(1e8) reach far below 1e-6 relative
+        mid = 0.5 * (lo + hi)
+        if mean_entropy(teacher_logits, tau=tau * math.exp(mid)) < target:
+            lo = mid
+        else:
+            hi = mid
+    return math.exp(0.5 * (lo + hi))
 
 
 def cumulative_mean_logits(logits_per_t: Tensor) -> Tensor:
@@ -401,6 +508,9 @@ def meom_loss(
     *,
     masks: Tensor | None = None,
     keep_prob: float = 0.7,
+    mask_mode: Literal["static", "resample"] = "static",
+    mask_seed: int = 0,
+    rescale_masks: bool = False,
     generator: torch.Generator | None = None,
     lam: float = 0.5,
     tau: float = 3.0,
@@ -415,17 +525,27 @@ def meom_loss(
     Example::
 
         feats = teacher.features(x)                      # (B, D, H, W), teacher in eval mode
-        out = meom_loss(snn(x), feats, teacher.head, y)  # snn(x): (T, B, C)
+        out = meom_loss(snn(x), feats, teacher.head, y, mask_seed=seed)  # snn(x): (T, B, C)
         out.total.backward()
+
+    By default the T masks are static: drawn once from ``mask_seed`` and the same at every call, as in the paper
+    ("random static masks") and in ``iclr26 run meom``. ``mask_mode="resample"`` draws fresh masks from
+    ``generator`` at every call instead.
 
     Args:
         student_logits_per_t: z^S, shape (T, B, C).
         teacher_features: f^A, the input of the teacher's classifier head, shape (B, *F).
         teacher_head: W_c, maps (N, *F) to (N, C); called without gradient (the teacher is frozen).
         targets: y, class indices of shape (B,).
-        masks: m_t, shape (T, *F) or (T, B, *F); drawn as Bernoulli(``keep_prob``) from ``generator`` if omitted.
+        masks: m_t, shape (T, *F) or (T, B, *F), used as given; when omitted they are drawn as
+            Bernoulli(``keep_prob``) according to ``mask_mode``.
         keep_prob: keep probability of drawn masks (not in the paper; 0.7 chosen here).
-        generator: random source for drawn masks.
+        mask_mode: ``"static"`` (default): :func:`static_temporal_masks` of ``mask_seed``, the same masks at every
+            call; ``"resample"``: fresh masks from ``generator`` at every call.
+        mask_seed: the seed of the static masks (use one per training run).
+        rescale_masks: divide the kept elements of drawn masks by ``keep_prob`` (dropout style; off by default,
+            as the paper writes f^A * m_t).
+        generator: random source of resampled masks (``mask_mode="resample"`` only).
         lam: lambda, weight of the masked view in z^_t (not in the paper; 0.5 chosen here). 0 gives TWD's KD.
         tau: temperature (3, as the TWD code).
         w_ce: weight of L_CE (1 in the paper).
@@ -458,10 +578,22 @@ def meom_loss(
         raise ValueError(
             f"student_logits_per_t: TPD needs T >= 2 timesteps, got T={t}; pass w_tpd=0 for a 1-step student"
         )
-    if masks is None:
+    if mask_mode not in ("static", "resample"):
+        raise ValueError(f"mask_mode: must be 'static' or 'resample', got {mask_mode!r}")
+    if generator is not None and (mask_mode != "resample" or masks is not None):
+        raise ValueError(
+            "generator: only used to redraw masks at every call (mask_mode='resample' without masks); static masks "
+            "come from mask_seed"
+        )
+    if masks is None and mask_mode == "static":
+        masks = static_temporal_masks(
+            t, tuple(teacher_features.shape[1:]), keep_prob=keep_prob, mask_seed=mask_seed, rescale=rescale_masks,
+            dtype=teacher_features.dtype, device=teacher_features.device,
+        )  # fmt: skip
+    elif masks is None:
         masks = sample_temporal_masks(
             t, tuple(teacher_features.shape[1:]), keep_prob=keep_prob, generator=generator,
-            dtype=teacher_features.dtype, device=teacher_features.device,
+            dtype=teacher_features.dtype, device=teacher_features.device, rescale=rescale_masks,
         )  # fmt: skip
     else:
         _check_finite("masks", masks)

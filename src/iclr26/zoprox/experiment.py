@@ -26,7 +26,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 
@@ -69,25 +69,26 @@ class ZOProxConfig(ExperimentConfig):
     lasso_particles: int = _f(100, "N interacting particles / RGO chains (source: §5.1, authors' zodps.py)")
     lasso_step: float = _f(0.1, "proximal step h of the sampler (source: §5.1, h = 1/10)")
     lasso_n_mc: int = _f(
-        500,
+        2000,
         "Monte Carlo samples M per particle and sub-step (source: authors' code uses 4000; "
-        "reduced 8x to fit 2 CPU cores)",
+        "halved to fit one CPU thread, fixed before the run that set kl_threshold from the paper's figure)",
     )
     diffusion_steps: int = _f(10, "Euler-Maruyama sub-steps T per backward step (source: §5.1/§5.2, T = 10)")
     lasso_iters: int = _f(100, "sampler iterations (source: paper runs 1000; ~100 suffice for its claim)")
     rgo_step: float = _f(1 / 135, "step of the rejection-based proximal sampler (source: §5.1, 1/(L1 d) = 1/135)")
     rgo_weak_convexity: float = _f(27.0, "M of Liang & Chen's RGO lower bound (source: their §6, L1 = 27)")
     rgo_iters: int = _f(
-        2000,
-        "RGO proximal steps (source: the paper runs 10000; cut to fit the CPU budget, so an "
-        "RGO that never reaches the threshold gives a lower bound on the ratio)",
+        10000,
+        "RGO proximal steps (source: the paper runs 10000, plotted as 1000 iterations thinned by 10; an RGO that "
+        "never reaches the threshold gives a lower bound on the ratio)",
     )
     rgo_thin: int = _f(10, "RGO thinning before pooling (source: authors' rgo_rs_loop.py keeps every 10th step)")
     kl_window: int = _f(10, "iterates pooled per KL estimate (source: authors' plot_kl.py pools 10 x 100 samples)")
     kl_threshold: float = _f(
-        0.2,
-        "KL level that counts as converged (not in the paper; ~5x the estimator's spread "
-        "on exact samples, below every pre-convergence value we saw)",
+        0.05,
+        "KL level of 'comparable KL' (source: read off the authors' figures/kl_divergence_comparison.pdf, the "
+        "paper's Gaussian-Lasso plot: the ZOD-PS mean KL at its iteration 100, where the paper's '~100' sits, is "
+        "0.053; ZOD-PS first reaches <= 0.05 at iteration 110, RGO at plotted iteration 750 = 7500 RGO steps)",
     )
     reference_size: int = _f(
         5000,
@@ -95,9 +96,10 @@ class ZOProxConfig(ExperimentConfig):
         "long RGO run; exact sampling is available here)",
     )
     min_iteration_ratio: float = _f(
-        10.0,
-        "claim (a) holds if RGO needs at least this many times more proximal steps (source: the paper's '~10x "
-        "fewer iterations', ~100 vs ~950 thinned RGO iterations, i.e. ~95x in RGO steps; 10 is the lenient reading)",
+        68.0,
+        "claim (a) holds if RGO needs at least this many times more proximal steps to reach kl_threshold (source: "
+        "the authors' figures/kl_divergence_comparison.pdf at KL 0.05: RGO 7500 steps (plotted 750, thinning 10) "
+        "vs ZOD-PS 110 iterations, ratio 68; the text's '~100 vs ~950' thinned iterations is ~95)",
     )
     # §5.2 two tori
     tori_particles: int = _f(400, "particles (source: paper uses 1000; reduced for CPU)")
@@ -109,9 +111,10 @@ class ZOProxConfig(ExperimentConfig):
         300, "In-and-Out proposals per chain and step (source: authors use 10000; a chain that fails keeps its state)"
     )
     t2_min_fraction: float = _f(
-        0.02,
+        0.037,
         "claim (b): the sampler's mean share in the far torus T2 over the last quarter of the run must reach this, "
-        "In-and-Out's share must stay below it (not in the paper; pi(T2) = 3/13)",
+        "In-and-Out's share must stay below it (source: the authors' figures/num_in_torus_comparison.pdf, 'Ours in "
+        "T2' averages 37 of 1000 particles over k = 150..200; the true mass pi(T2) = 3/13 = 0.23 is reported beside)",
     )
     # equal-budget study
     budget_targets: tuple[str, ...] = _f(
@@ -144,6 +147,11 @@ class ZOProxConfig(ExperimentConfig):
         "a round 10% margin without a derivation, see the README's Deviations)",
     )
     speedup_iters: int = _f(2, "iterations timed for the batched vs per-particle speed-up")
+    dtype: Literal["float64", "float32"] = _f(
+        "float64",
+        "computation dtype of the Gaussian-Lasso and tori samplers (source: authors' code float32; float64 default "
+        "on the CPU, the gpu scale uses float32); metrics always run in float64",
+    )
 
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {
@@ -178,6 +186,7 @@ class ZOProxConfig(ExperimentConfig):
             "budget_n_mc": 400,
             "budget_iters": 200,
             "logreg_rows": 569,
+            "dtype": "float32",
         },
     }
 
@@ -231,6 +240,7 @@ class ZOProxConfig(ExperimentConfig):
         require(self.pool_points <= self.budget_iters, "pool_points", "must be <= budget_iters")
         require(self.min_iteration_ratio >= 1, "min_iteration_ratio", "must be >= 1")
         require(0 < self.t2_min_fraction < 1, "t2_min_fraction", "must lie in (0, 1)")
+        require(self.dtype in ("float64", "float32"), "dtype", f"must be float64 or float32, got {self.dtype!r}")
         require(self.accuracy_tolerance >= 0, "accuracy_tolerance", "must be >= 0")
         require(self.gaussian_condition >= 1, "gaussian_condition", "must be >= 1")
         require(2 <= self.mixture_dim <= 10, "mixture_dim", f"must lie in 2..10, got {self.mixture_dim}")
@@ -347,12 +357,23 @@ def _budget_spec(name: str, config: ZOProxConfig, gen: torch.Generator, ctx: Run
     raise ValueError(f"name: unknown budget target {name!r}; choose from {', '.join(BUDGET_TARGETS)}")
 
 
+def _queries_at(curve: Any, iteration: int | None) -> int | None:
+    """Oracle queries spent at the KL window that ends at ``iteration`` (``None`` for ``None``)."""
+    return None if iteration is None else curve.queries[curve.iters.index(iteration)]
+
+
 def _lasso_verdict(study: LassoStudy, config: ZOProxConfig) -> dict[str, Any]:
-    it_zod = study.curves["zod"].first_below(config.kl_threshold)
-    it_rgo = study.curves["rgo"].first_below(config.kl_threshold)
+    """Claim (a) in proximal steps, the paper's unit, with the oracle queries spent to the same KL level beside it
+    (the paper claims iterations only; the queries are reported, not judged), and claim (c)."""
+    zod, rgo = study.curves["zod"], study.curves["rgo"]
+    it_zod = zod.first_below(config.kl_threshold)
+    it_rgo = rgo.first_below(config.kl_threshold)
     rgo_steps = it_rgo if it_rgo is not None else config.rgo_iters
     ratio = rgo_steps / it_zod if it_zod else None  # undefined when the sampler never reached the threshold
-    mean_int = study.curves["zod"].mean_kl()
+    q_zod = _queries_at(zod, it_zod)
+    # RGO that never reached the level: the queries of its whole run are a lower bound
+    q_rgo = _queries_at(rgo, it_rgo) if it_rgo is not None else rgo.queries[-1]
+    mean_int = zod.mean_kl()
     mean_ind = study.curves["zod_independent"].mean_kl()
     return {
         "zod_iters_to_threshold": it_zod,
@@ -360,6 +381,13 @@ def _lasso_verdict(study: LassoStudy, config: ZOProxConfig) -> dict[str, Any]:
         "rgo_reached_threshold": it_rgo is not None,
         "iteration_ratio": ratio,
         "iteration_ratio_is_lower_bound": it_rgo is None,
+        "zod_queries_to_threshold": q_zod,
+        "rgo_queries_to_threshold": q_rgo if it_rgo is not None else None,
+        "rgo_queries_run": rgo.queries[-1],
+        # RGO queries / ZOD-PS queries to the level: < 1 means ZOD-PS spent more oracle queries
+        "query_ratio": q_rgo / q_zod if q_zod else None,
+        "query_ratio_is_lower_bound": it_rgo is None,
+        "zod_rounds_to_threshold": it_zod * config.diffusion_steps if it_zod is not None else None,
         "held_fewer_iterations": ratio is not None and ratio >= config.min_iteration_ratio,
         "mean_kl_interacting": mean_int,
         "mean_kl_independent": mean_ind,
@@ -379,6 +407,8 @@ def _tori_verdict(study: ToriStudy, config: ZOProxConfig) -> dict[str, Any]:
         "in_and_out_t2_max": io_t2,
         "in_and_out_t1_final": study.fractions["in_and_out"][-1][0],
         "t2_mass": study.t2_mass,
+        # how much of the far torus's true mass pi(T2) = 3/13 the sampler recovers (1 = exact)
+        "zod_t2_share_of_true_mass": zod_t2 / study.t2_mass,
         "held_reaches_both": zod_t2 >= config.t2_min_fraction and io_t2 < config.t2_min_fraction,
     }
 
@@ -425,6 +455,7 @@ def _lasso_unit(config: ZOProxConfig, ctx: RunContext) -> LassoStudy:
         window=config.kl_window,
         reference_size=config.reference_size,
         progress=ctx.progress,
+        dtype=getattr(torch, config.dtype),
     )
 
 
@@ -441,6 +472,7 @@ def _tori_unit(config: ZOProxConfig, ctx: RunContext) -> ToriStudy:
         max_trials=config.tori_max_trials,
         record_every=max(1, config.tori_iters // 50),
         progress=ctx.progress,
+        dtype=getattr(torch, config.dtype),
     )
 
 
@@ -497,7 +529,16 @@ def _lasso_summary(v: dict[str, Any], config: ZOProxConfig) -> str:
         ratio = f"ratio at least {v['iteration_ratio']:.1f}"
     else:
         ratio = f"ratio {v['iteration_ratio']:.1f}"
-    return f"Gaussian-Lasso: KL<={config.kl_threshold} {zod} vs {rgo} ({ratio})"
+    if v["query_ratio"] is None:
+        queries = "queries: ZOD-PS never reached the level"
+    else:
+        bound = "at least " if v["query_ratio_is_lower_bound"] else ""
+        rgo_q = v["rgo_queries_to_threshold"] or v["rgo_queries_run"]
+        queries = (
+            f"queries {v['zod_queries_to_threshold']:.2e} ZOD-PS vs {bound}{rgo_q:.2e} RGO"
+            f" (RGO/ZOD-PS {bound}{v['query_ratio']:.2f})"
+        )
+    return f"Gaussian-Lasso: KL<={config.kl_threshold} {zod} vs {rgo} ({ratio}; {queries})"
 
 
 def run(config: ZOProxConfig, ctx: RunContext) -> Outcome:
@@ -545,8 +586,9 @@ def run(config: ZOProxConfig, ctx: RunContext) -> Outcome:
     wins_rwm = sum(bool(v["vs_rwm"]) for v in v_budget.values() if isinstance(v, dict))
     measurement = (
         f"{_lasso_summary(v_lasso, config)}; mean KL interacting {v_lasso['mean_kl_interacting']:.3f} vs N=1 "
-        f"{v_lasso['mean_kl_independent']:.3f}; tori T2 share {v_tori['zod_t2_last_quarter']:.3f} vs In-and-Out "
-        f"{v_tori['in_and_out_t2_max']:.3f}; equal budget W2 at least as good as RGO on {wins_rgo}/{n_targets}, "
+        f"{v_lasso['mean_kl_independent']:.3f}; tori T2 share {v_tori['zod_t2_last_quarter']:.3f} (true mass "
+        f"{v_tori['t2_mass']:.3f}, {100 * v_tori['zod_t2_share_of_true_mass']:.0f}% of it) vs In-and-Out "
+        f"{v_tori['in_and_out_t2_max']:.3f}; equal query budget W2 at least as good as RGO on {wins_rgo}/{n_targets}, "
         f"RWM on {wins_rwm}/{n_targets} targets"
     )
     metrics = {
@@ -577,19 +619,34 @@ def run(config: ZOProxConfig, ctx: RunContext) -> Outcome:
         "rgo_iters_to_threshold": v_lasso["rgo_iters_to_threshold"],
         "rgo_iters_run": config.rgo_iters,
         "iteration_ratio": v_lasso["iteration_ratio"],
+        "iteration_ratio_is_lower_bound": v_lasso["iteration_ratio_is_lower_bound"],
         "min_iteration_ratio": config.min_iteration_ratio,
+        # the same KL level counted in oracle queries, beside the iterations (reported, not judged: the paper
+        # claims iterations only)
+        "zod_queries_to_threshold": v_lasso["zod_queries_to_threshold"],
+        "rgo_queries_to_threshold": v_lasso["rgo_queries_to_threshold"],
+        "rgo_queries_run": v_lasso["rgo_queries_run"],
+        "query_ratio_rgo_over_zod": v_lasso["query_ratio"],
+        "query_ratio_is_lower_bound": v_lasso["query_ratio_is_lower_bound"],
+        "zod_rounds_to_threshold": v_lasso["zod_rounds_to_threshold"],
         "mean_kl_interacting": v_lasso["mean_kl_interacting"],
         "mean_kl_independent": v_lasso["mean_kl_independent"],
         "tori_zod_t2_last_quarter": v_tori["zod_t2_last_quarter"],
         "tori_in_and_out_t2_max": v_tori["in_and_out_t2_max"],
+        "tori_t2_true_mass": v_tori["t2_mass"],
+        "tori_zod_t2_share_of_true_mass": v_tori["zod_t2_share_of_true_mass"],
         "tori_held": v_tori["held_reaches_both"],
         "equal_budget_held_all": v_budget["held_all"],
+        "equal_budget_wins_vs_rgo": f"{wins_rgo}/{n_targets}",
+        "equal_budget_wins_vs_rwm": f"{wins_rwm}/{n_targets}",
         "thresholds": {name: threshold(config, name) for name in THRESHOLDS},
     }
     notes = (
-        "claim_held = (a) fewer iterations than RGO and (c) interacting beats N=1; tori, equal-budget and speed-up "
-        "are reported with their own verdicts. M is reduced from the paper's 4000 to "
-        f"{config.lasso_n_mc}; RGO runs {config.rgo_iters} of the paper's 10000 steps."
+        "claim_held = (a) fewer iterations (proximal steps) than RGO to the KL level and (c) interacting beats N=1, "
+        "the form in which the paper states its claim: it claims iterations, not queries. Queries to the same KL "
+        "level and the equal-query-budget study are reported beside it in the evidence, not judged; tori and "
+        "speed-up have their own verdicts. M is "
+        f"{config.lasso_n_mc} (paper 4000); RGO runs {config.rgo_iters} steps (paper 10000); dtype {config.dtype}."
     )
     timings = {
         "lasso_wall_s": lasso.wall_s,

@@ -56,12 +56,12 @@ class Gaussian:
 
     def potential(self, x: torch.Tensor) -> torch.Tensor:
         """f at each row of ``x`` ``(n, d) -> (n,)``."""
-        dx = x - self.mean
-        return 0.5 * ((dx @ self.precision) * dx).sum(-1)
+        dx = x - self.mean.to(x.dtype)
+        return 0.5 * ((dx @ self.precision.to(x.dtype)) * dx).sum(-1)
 
     def grad(self, x: torch.Tensor) -> torch.Tensor:
         """∇f, ``(n, d)``."""
-        return (x - self.mean) @ self.precision
+        return (x - self.mean.to(x.dtype)) @ self.precision.to(x.dtype)
 
     def sample(self, n: int, generator: torch.Generator) -> torch.Tensor:
         """``(n, d)`` exact samples."""
@@ -96,8 +96,8 @@ class GaussianMixture:
         return self.means.shape[1]
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
-        sq = (x[:, None, :] - self.means[None]).square().sum(-1)  # (n, K)
-        return self.weights.log()[None] - sq / (2 * self.std**2)
+        sq = (x[:, None, :] - self.means[None].to(x.dtype)).square().sum(-1)  # (n, K)
+        return self.weights.log().to(x.dtype)[None] - sq / (2 * self.std**2)
 
     def potential(self, x: torch.Tensor) -> torch.Tensor:
         """f at each row of ``x`` ``(n, d) -> (n,)``."""
@@ -106,7 +106,7 @@ class GaussianMixture:
     def grad(self, x: torch.Tensor) -> torch.Tensor:
         """∇f = Σ_k r_k(x) (x − μ_k) / s² with responsibilities r_k."""
         r = torch.softmax(self._logits(x), dim=1)  # (n, K)
-        return (x - r @ self.means) / self.std**2
+        return (x - r @ self.means.to(x.dtype)) / self.std**2
 
     def assign(self, x: torch.Tensor) -> torch.Tensor:
         """``(n,)`` index of the nearest mode centre of each row."""
@@ -151,7 +151,7 @@ class GaussianLassoMixture:
     def _log_parts(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         d = self.dim
         dx = x - 1.0
-        log_gauss = self._log_norm - 0.5 * ((dx @ self.q) * dx).sum(-1)
+        log_gauss = self._log_norm - 0.5 * ((dx @ self.q.to(x.dtype)) * dx).sum(-1)
         log_laplace = -d * math.log(2 * self.b) - x.abs().sum(-1) / self.b
         return math.log(0.5) + log_gauss, math.log(0.5) + log_laplace
 
@@ -164,7 +164,7 @@ class GaussianLassoMixture:
         """A (sub)gradient of f, with sign(0) = 0 on the Laplace part."""
         lg, ll = self._log_parts(x)
         r = torch.sigmoid(lg - ll)[:, None]  # weight of the Gaussian component
-        return r * ((x - 1.0) @ self.q) + (1 - r) * torch.sign(x) / self.b
+        return r * ((x - 1.0) @ self.q.to(x.dtype)) + (1 - r) * torch.sign(x) / self.b
 
     def sample(self, n: int, generator: torch.Generator) -> torch.Tensor:
         """``(n, d)`` exact samples: a fair coin picks the component."""
