@@ -15,28 +15,39 @@ def test_smoke_run_writes_a_complete_record(smoke):
     record = smoke("lamir")
     metrics = record["metrics"]
     assert set(record["plots"]) == {"exploitability_vs_capacity.png", "training_curves.png"}
-    assert {"exact", "L1"} == set(metrics["models"])
-    for model in metrics["models"].values():
-        assert 0.0 <= model["exploitability"] <= 1.0
-        assert 0.0 <= model["true_tree_learned_values_exploitability"] <= 1.0
-        assert model["match_vs_base"]["games"] == 20
-    # The Kuhn check and the true-model search are exact machinery: near-Nash even at smoke scale.
+    assert len(metrics["replicates"]) == 2  # smoke: 2 replicates (an interval needs 2)
+    for rep in metrics["replicates"]:
+        assert {"exact", "L1"} == set(rep["models"])
+        for model in rep["models"].values():
+            assert 0.0 <= model["exploitability"] <= 1.0
+            assert 0.0 <= model["true_tree_learned_values_exploitability"] <= 1.0
+            assert model["match_vs_base"]["games"] == 20
+        # true-model search is exact machinery: near-Nash even at smoke scale
+        assert rep["true_model_full_exploitability"] < 0.02
+        # the base policy is a second-half checkpoint (40 steps, checkpoints 0, 20, 39) with its curve's value
+        curve = dict(map(tuple, rep["base_exploitability_curve"]))
+        assert rep["base_step"] in (20, 39) and rep["base_exploitability"] == curve[rep["base_step"]]
+        assert rep["last_iterate_exploitability"] == curve[39]
+        # training moved the base policy (its exploitability at the first and last checkpoints differ)
+        assert curve[0] != curve[39]
+    # the replicates differ (own initial weights and episodes)
+    a, b = (r["base_exploitability_curve"] for r in metrics["replicates"])
+    assert a != b
     assert metrics["kuhn_true_model_exploitability"] < 0.02
     assert 0.0 <= metrics["leduc_true_model_exploitability"] <= 1.0  # 30 CFR+ iterations on a 9457-node game
-    assert metrics["true_model_full_exploitability"] < 0.02
-    # Training moved the base policy (its exploitability at the first and last checkpoints differ).
-    curve = metrics["base_exploitability_curve"]
-    assert len(curve) >= 2 and curve[0][1] != curve[-1][1]
     assert isinstance(record["claim_held"], bool)
-    assert record["evidence"]["one_to_one_size"] == metrics["game"]["max_infosets_per_public_state"]
-    # Units of work: 40 smoke steps in pieces of unit_steps=20, then the evaluations.
-    assert record["units"] == ["train-0-20", "train-20-40", "eval-true-model", "eval-exact", "eval-L1", "eval-poker"]
+    evidence = record["evidence"]
+    assert evidence["one_to_one_size"] == metrics["game"]["max_infosets_per_public_state"]
+    assert len(evidence["claim1"]["per_seed"]) == len(evidence["claim2"]["per_seed"]) == 2
+    assert record["claim_held"] == (evidence["claim1"]["held"] and evidence["claim2"]["held"])
+    # Units of work: per replicate, 40 smoke steps in pieces of unit_steps=20 and the evaluations; poker once.
+    per_seed = ["train-0-20", "train-20-40", "eval-true-model", "eval-exact", "eval-L1"]
+    assert record["units"] == [f"seed{j}-{u}" for j in (0, 1) for u in per_seed] + ["eval-poker"]
     # CPU times are timings, never metrics or evidence; every verdict threshold carries its source.
     assert set(record["timings"]) == {"train_cpu_s", "total_cpu_s"}
-    assert not any("cpu" in key for key in [*metrics, *record["evidence"]])
-    thresholds = record["evidence"]["thresholds"]
-    assert {k: v["value"] for k, v in thresholds.items()} == {"exactness_tolerance": 0.05, "min_score_vs_base": 0.5}
-    assert "fixed before" in thresholds["exactness_tolerance"]["source"]
+    assert not any("cpu" in key for key in [*metrics, *evidence, *metrics["replicates"][0]])
+    thresholds = evidence["thresholds"]
+    assert {k: v["value"] for k, v in thresholds.items()} == {"interval_level": 0.95, "min_score_vs_base": 0.5}
     assert "50%" in thresholds["min_score_vs_base"]["source"]
     assert "None" not in record["measurement"]
 
@@ -65,6 +76,8 @@ def test_bad_override_names_the_field_and_writes_nothing(tmp_path, capsys):
         ({"exact_kappa": "cards"}, "exact_kappa"),
         ({"sweep_capacities": (2, 2), "limited_capacity": 2}, "sweep_capacities"),
         ({"latent_dim": 0}, "latent_dim"),
+        ({"seeds": 1}, "seeds"),
+        ({"interval_level": 1.0}, "interval_level"),
     ],
 )
 def test_config_validation_names_the_field(changes, field):

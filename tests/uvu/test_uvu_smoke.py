@@ -25,16 +25,18 @@ def test_smoke_run_writes_a_complete_record(smoke):
         "ntk-width8",
         "ntk-width32",
         "ntk-rnd-width32",
-        "rejection-policy",
-        "rejection-UVU",
-        "rejection-ensemble-2",
-        "rejection-ensemble-3",
-        "rejection-RND",
+        *(
+            f"seed{j}-rejection-{u}"
+            for j in (0, 1)  # smoke: 2 replicates of the rejection study
+            for u in ("policy", "UVU", "ensemble-2", "ensemble-3", "RND")
+        ),
     ]
     ntk = record["metrics"]["ntk"]
     assert ntk["widths"] == [8, 32] and len(ntk["gap_uvu_vs_ensemble"]) == 2
     assert ntk["sampling_gap_at_quantile"] > 0
-    rejection = record["metrics"]["rejection"]
+    replicates = record["metrics"]["rejection"]
+    assert len(replicates) == 2 and replicates[0]["transitions"] != replicates[1]["transitions"]  # own data each
+    rejection = replicates[0]
     assert set(rejection["methods"]) == {"UVU", "ensemble-2", "ensemble-3", "RND"}
     uvu, ens = rejection["methods"]["UVU"], rejection["methods"]["ensemble-3"]
     # UVU: online + fixed target of the same shape; ensemble-3: three members with one head each
@@ -55,7 +57,13 @@ def test_smoke_run_writes_a_complete_record(smoke):
         evidence["update_macs_ratio_uvu_over_ensemble"],
         uvu["update_macs_per_transition"] / ens["update_macs_per_transition"],
     )
-    assert set(evidence["thresholds"]) == {"ntk_noise_quantile", "auc_tolerance", "max_compute_fraction"}
+    assert set(evidence["thresholds"]) == {
+        "ntk_noise_quantile",
+        "ntk_width_exponent",
+        "auc_tolerance",
+        "confidence",
+        "max_compute_fraction",
+    }
     assert evidence["thresholds"]["auc_tolerance"]["value"] == 0.03
     assert "binomial standard error" in evidence["thresholds"]["auc_tolerance"]["source"]
     assert isinstance(record["claim_held"], bool)
@@ -65,13 +73,18 @@ def test_smoke_run_writes_a_complete_record(smoke):
     assert evidence["ntk_held"] == (
         evidence["ntk_gap_largest_width"] <= evidence["ntk_sampling_gap_at_quantile"]
         and evidence["ntk_gap_largest_width"] < evidence["ntk_gap_smallest_width"]
+        and evidence["ntk_rate_within"]
     )
+    diff = evidence["auc_uvu_minus_largest_ensemble"]
+    per_seed = [r["methods"]["UVU"]["auc"] - r["methods"]["ensemble-3"]["auc"] for r in replicates]
+    assert diff["per_seed"] == pytest.approx(per_seed)
+    assert diff["ci_low"] <= diff["lower_bound"] <= diff["mean"] == pytest.approx(np.mean(per_seed))
     assert evidence["rejection_held"] == (
-        evidence["auc_shortfall_vs_largest_ensemble"] <= tol["auc_tolerance"]
+        diff["lower_bound"] >= -tol["auc_tolerance"]
         and evidence["param_ratio_uvu_over_ensemble"] <= tol["max_compute_fraction"]
         and evidence["update_macs_ratio_uvu_over_ensemble"] <= tol["max_compute_fraction"]
     )
-    assert math.isclose(evidence["auc_shortfall_vs_largest_ensemble"], ens["auc"] - uvu["auc"])
+    assert math.isclose(evidence["auc_shortfall_vs_largest_ensemble"], -diff["mean"])
     assert "None" not in record["measurement"] and "training multiply-adds" in record["measurement"]
 
 

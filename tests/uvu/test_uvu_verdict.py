@@ -97,7 +97,7 @@ def test_verdict_rests_on_counted_cost_not_time(tmp_path, monkeypatch, uvu_macs,
     config = UVUConfig.preset("smoke")
     monkeypatch.setattr(experiment, "ntk_study", lambda config, ctx: _ntk())
     monkeypatch.setattr(
-        experiment, "rejection_study", lambda config, ctx: _rejection(uvu_macs, uvu_time, ensemble_time)
+        experiment, "rejection_study", lambda config, ctx, replicate=0: _rejection(uvu_macs, uvu_time, ensemble_time)
     )
     out = experiment.run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
     ev = out.evidence
@@ -113,7 +113,7 @@ def test_verdict_rests_on_counted_cost_not_time(tmp_path, monkeypatch, uvu_macs,
 
 def test_verdict_uses_the_configured_tolerances(tmp_path, monkeypatch):
     monkeypatch.setattr(experiment, "ntk_study", lambda config, ctx: _ntk())
-    monkeypatch.setattr(experiment, "rejection_study", lambda config, ctx: _rejection(400, 1.0, 1.0))
+    monkeypatch.setattr(experiment, "rejection_study", lambda config, ctx, replicate=0: _rejection(400, 1.0, 1.0))
     strict = dataclasses.replace(UVUConfig.preset("smoke"), auc_tolerance=0.005)  # shortfall 0.01 > 0.005
     out = experiment.run(strict, RunContext(out_dir=tmp_path, seed=0, quiet=True))
     assert out.evidence["rejection_held"] is False
@@ -129,7 +129,79 @@ def test_verdict_uses_the_configured_tolerances(tmp_path, monkeypatch):
 def test_measurement_says_when_the_rejection_auc_is_not_informative(tmp_path, monkeypatch):
     failed = dataclasses.replace(_rejection(400, 1.0, 1.0), success=np.zeros(4), base_success=0.0, oracle_auc=0.0)
     monkeypatch.setattr(experiment, "ntk_study", lambda config, ctx: _ntk())
-    monkeypatch.setattr(experiment, "rejection_study", lambda config, ctx: failed)
+    monkeypatch.setattr(experiment, "rejection_study", lambda config, ctx, replicate=0: failed)
     out = experiment.run(UVUConfig.preset("smoke"), RunContext(out_dir=tmp_path, seed=0, quiet=True))
-    assert "rejection AUC not informative (the policy solved 0/4 test tasks)" in out.measurement
+    assert "rejection AUC not informative (the policy solved 0/4, 0/4 test tasks)" in out.measurement
     assert "UVU 0.440" not in out.measurement
+
+
+def test_rejection_verdict_rests_on_the_bound_over_replicates(tmp_path, monkeypatch):
+    """Issue 17: the rejection verdict reads the one-sided Student-t bound over replicates, not one seed.
+
+    UVU - ensemble AUC per replicate: +0.01, -0.02, -0.05 -> mean -0.02, sd = sqrt((0.03² + 0 + 0.03²) / 2) = 0.03,
+    se = 0.03 / sqrt(3) = 0.01732; t_{0.95, 2} = 2.919986 -> lower bound -0.02 - 0.050575 = -0.070575. The mean
+    shortfall 0.02 is within auc_tolerance = 0.03, but the bound is not: not held. With tolerance 0.08: held."""
+    shifts = {0: 0.01, 1: -0.02, 2: -0.05}
+
+    def study(config, ctx, replicate=0):
+        base = _rejection(400, 1.0, 1.0)
+        methods = [dataclasses.replace(base.methods[0], auc=0.45 + shifts[replicate]), *base.methods[1:]]
+        return dataclasses.replace(base, methods=methods)
+
+    monkeypatch.setattr(experiment, "ntk_study", lambda config, ctx: _ntk())
+    monkeypatch.setattr(experiment, "rejection_study", study)
+    config = dataclasses.replace(UVUConfig.preset("smoke"), rejection_seeds=3)
+    out = experiment.run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
+    diff = out.evidence["auc_uvu_minus_largest_ensemble"]
+    assert diff["per_seed"] == pytest.approx([0.01, -0.02, -0.05])
+    assert diff["mean"] == pytest.approx(-0.02)
+    assert diff["lower_bound"] == pytest.approx(-0.02 - 2.919986 * 0.03 / np.sqrt(3), abs=1e-6)
+    assert out.evidence["auc_shortfall_vs_largest_ensemble"] == pytest.approx(0.02)
+    assert out.evidence["rejection_held"] is False
+    loose = dataclasses.replace(config, auc_tolerance=0.08)
+    assert experiment.run(loose, RunContext(out_dir=tmp_path, seed=0, quiet=True)).evidence["rejection_held"] is True
+
+
+def test_ntk_rate_check_by_hand():
+    """Widths 16, 64, 256, 1024; noise mean 0.2, quantile 0.3; gap 0.8 at width 16 -> excess 0.6. With exponent 1/2
+    the bound at width w is 0.3 + 0.6 * sqrt(16 / w): 0.9, 0.6, 0.45, 0.375."""
+    widths = [16, 64, 256, 1024]
+    good = experiment.ntk_rate_check(widths, [0.8, 0.5, 0.4, 0.25], 0.2, 0.3, exponent=0.5)
+    assert good["bound"] == pytest.approx([0.9, 0.6, 0.45, 0.375])
+    assert good["within"] is True
+    # excesses 0.6, 0.3, 0.2, 0.05 over log widths: the least-squares slope of log excess
+    x = np.log(widths)
+    y = np.log([0.6, 0.3, 0.2, 0.05])
+    assert good["slope"] == pytest.approx(np.polyfit(x, y, 1)[0])
+    # a gap that stalls above the predicted trend (0.5 at width 256 > 0.45) misses it
+    stalled = experiment.ntk_rate_check(widths, [0.8, 0.5, 0.5, 0.25], 0.2, 0.3, exponent=0.5)
+    assert stalled["within"] is False
+    # a smallest width already at the noise level: the bound is the noise quantile itself
+    flat = experiment.ntk_rate_check(widths, [0.1, 0.15, 0.31, 0.2], 0.2, 0.3, exponent=0.5)
+    assert flat["bound"] == pytest.approx([0.3] * 4) and flat["within"] is False and flat["slope"] is None
+
+
+def test_ntk_verdict_needs_the_width_rate(tmp_path, monkeypatch):
+    """Widths 16, 64, 1024, gaps 0.8, 0.7, 0.2, noise mean 0.2 and quantile 0.3: the old rule holds (0.2 <= 0.3 and
+    0.2 < 0.8), but at width 64 the width^-1/2 bound is 0.3 + 0.6 * sqrt(16/64) = 0.6 < 0.7, so part 1 fails. With a
+    slower predicted rate (exponent 0.1: 0.3 + 0.6 * 4^-0.1 = 0.8223) the same gaps hold."""
+    three = dataclasses.replace(
+        _ntk(),
+        widths=[16, 64, 1024],
+        gap=[0.8, 0.7, 0.2],
+        gap_uvu_theory=[0.2, 0.1, 0.1],
+        gap_ensemble_theory=[0.9, 0.5, 0.1],
+        mean_ratio=[0.5, 0.7, 0.9],
+        spearman=[0.9, 0.9, 0.95],
+        residual=[(1e-3, 1e-3)] * 3,
+    )
+    monkeypatch.setattr(experiment, "rejection_study", lambda config, ctx, replicate=0: _rejection(400, 1.0, 1.0))
+    monkeypatch.setattr(experiment, "ntk_study", lambda config, ctx: three)
+    out = experiment.run(UVUConfig.preset("smoke"), RunContext(out_dir=tmp_path, seed=0, quiet=True))
+    assert out.evidence["ntk_rate_bound"][1] == pytest.approx(0.6)
+    assert out.evidence["ntk_rate_within"] is False and out.evidence["ntk_held"] is False
+    assert "width^-0.5 bound missed" in out.measurement
+    slow = dataclasses.replace(UVUConfig.preset("smoke"), ntk_width_exponent=0.1)
+    out = experiment.run(slow, RunContext(out_dir=tmp_path, seed=0, quiet=True))
+    assert out.evidence["ntk_rate_bound"][1] == pytest.approx(0.3 + 0.6 * 4**-0.1)
+    assert out.evidence["ntk_held"] is True

@@ -275,52 +275,174 @@ def normalize_per_infoset(weights: np.ndarray, ia_infoset: np.ndarray, num_infos
 
 
 class _Passes:
-    """Forward/backward passes of one subgame, shared by the CFR+ iterations and the final evaluation."""
+    """Forward/backward passes of one subgame, shared by the CFR+ iterations and the final evaluation.
+
+    Everything that does not depend on the strategies is gathered once here (issue 18: the per-pass ``np.append``
+    and per-layer fancy indexing were 70-90 % of CFR+'s time on small games):
+
+    - both players' strategies live in one preallocated buffer ``[σ_0, 1, 0, σ_1, 1, 0]``; a forced player's
+      ``ia = -1`` points at its 1.0 slot;
+    - the edges are sorted by depth, so each layer is a slice; its parents (their distinct ids and each edge's
+      position among them) and children are stored per layer, and each edge's buffer positions once;
+    - the external/chance reach does not depend on σ and is computed once;
+    - in small trees (``2 · depth · num_nodes ≤ PATH_TABLE_LIMIT``) each node's player reach is the product of the
+      strategy entries on its path, gathered at once from a ``(2, depth, num_nodes)`` table of buffer positions
+      padded with the 1.0 slot (nodes off every root's tree point at the 0.0 slot: they had reach 0 in the
+      layer-by-layer pass); larger trees go layer by layer, both players in one step. Multiplying the rows in
+      order root → node gives the same floating-point products as the layer-by-layer recursion, and the backward pass
+      adds the same terms in the same order, so the results are bit-for-bit those of the earlier passes (a test
+      checks it against a copy of them).
+
+    The methods taking ``sigma`` copy it into the buffer; the underscored ones read the buffer as it is.
+    """
+
+    PATH_TABLE_LIMIT = 1 << 16  # path-table entries up to which the players' reaches are one gather
 
     def __init__(self, sg: Subgame) -> None:
         self.sg = sg
-        depths = sg.edge_depth
-        self.layers = [np.flatnonzero(depths == d) for d in range(int(depths.max(initial=-1)) + 1)]
+        n = sg.num_nodes
         self.num_infosets = (sg.num_infosets(0), sg.num_infosets(1))
+        sizes = (sg.ia_infoset[0].size, sg.ia_infoset[1].size)
+        self.sizes = sizes
+        # buffer: [σ_0 (M_0), 1.0, 0.0, σ_1 (M_1), 1.0, 0.0]
+        self.offset = (0, sizes[0] + 2)
+        self.buffer = np.zeros(sizes[0] + sizes[1] + 4)
+        self.sigma_views = tuple(self.buffer[self.offset[p] : self.offset[p] + sizes[p]] for p in (0, 1))
+        one = tuple(self.offset[p] + sizes[p] for p in (0, 1))
+        for p in (0, 1):
+            self.buffer[one[p]] = 1.0
+        pos = [np.where(sg.edge_ia[p] >= 0, self.offset[p] + sg.edge_ia[p], one[p]) for p in (0, 1)]
+        depths = sg.edge_depth
+        num_layers = int(depths.max(initial=-1)) + 1
+        bounds = np.searchsorted(depths, np.arange(num_layers + 1))
+        layers = [slice(int(bounds[d]), int(bounds[d + 1])) for d in range(num_layers)]
+        self._layers = []  # per layer: its edge slice, distinct parents, each edge's parent position, children
+        for s in layers:
+            parents, inverse = np.unique(sg.edge_parent[s], return_inverse=True)
+            self._layers.append((s, parents, inverse, sg.edge_child[s]))
+        self._edge_pos = (pos[0], pos[1])
+        self._edge_prob = sg.edge_prob
+        # chance/external reach: fixed
+        chance = np.zeros(n)
+        chance[sg.roots] = sg.root_weight
+        for s, _, _, ch in self._layers:
+            chance[ch] = chance[sg.edge_parent[s]] * sg.edge_prob[s]
+        self._chance = chance
+        # players' reaches: one gather from a path table for small trees, layer by layer for large ones
+        self._reach_layers = [(sg.edge_parent[s], ch, np.stack([pos[0][s], pos[1][s]])) for s, _, _, ch in self._layers]
+        self._reach_init = np.zeros((2, n))
+        self._reach_init[:, sg.roots] = 1.0
+        self._path = (
+            self._path_table(sg, pos, one, num_layers) if 2 * max(num_layers, 1) * n <= self.PATH_TABLE_LIMIT else None
+        )
+        # per player: the edges where it acts (for the counterfactual action values)
+        self._act = []
+        for p in (0, 1):
+            sel = sg.edge_ia[p] >= 0
+            par = sg.edge_parent[sel]
+            self._act.append(
+                (par, chance[par], sg.edge_child[sel], pos[1 - p][sel], sg.edge_prob[sel], sg.edge_ia[p, sel])
+            )
+        nodes = [np.flatnonzero(sg.node_infoset[p] >= 0) for p in (0, 1)]
+        self._decision = [(nodes[p], sg.node_infoset[p, nodes[p]]) for p in (0, 1)]
+        count = [np.bincount(sg.ia_infoset[p], minlength=self.num_infosets[p]).astype(np.float64) for p in (0, 1)]
+        self._uniform = [1.0 / count[p][sg.ia_infoset[p]] for p in (0, 1)]
+        self._terminal_utility = np.where(sg.is_terminal, sg.utility, 0.0)
+
+    def fill(self, sigma: tuple[np.ndarray, np.ndarray]) -> None:
+        """Copy a profile into the strategy buffer."""
+        self.sigma_views[0][:] = sigma[0]
+        self.sigma_views[1][:] = sigma[1]
 
     def reaches(self, sigma: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         """``(3, num_nodes)`` reach of player 0, player 1 and the external/chance reach."""
-        sg = self.sg
-        reach = np.zeros((3, sg.num_nodes))
-        reach[:2, sg.roots] = 1.0
-        reach[2, sg.roots] = sg.root_weight
-        # A trailing 1.0 lets ia = -1 (forced action) index probability 1.
-        full = [np.append(s, 1.0) for s in sigma]
-        for edges in self.layers:
-            par, ch = self.sg.edge_parent[edges], self.sg.edge_child[edges]
-            reach[0, ch] = reach[0, par] * full[0][sg.edge_ia[0, edges]]
-            reach[1, ch] = reach[1, par] * full[1][sg.edge_ia[1, edges]]
-            reach[2, ch] = reach[2, par] * sg.edge_prob[edges]
+        self.fill(sigma)
+        reach = np.empty((3, self.sg.num_nodes))
+        reach[:2] = self._reaches()
+        reach[2] = self._chance
         return reach
+
+    def _reaches(self) -> np.ndarray:
+        """``(2, num_nodes)`` the players' reaches under the buffer's profile."""
+        reach = np.empty((2, self.sg.num_nodes))
+        if self._path is not None:
+            np.multiply.reduce(self.buffer[self._path], axis=1, out=reach)
+        else:
+            reach[:] = self._reach_init
+            buffer = self.buffer
+            for parents, children, positions in self._reach_layers:
+                reach[:, children] = reach[:, parents] * buffer[positions]
+        return reach
+
+    @staticmethod
+    def _path_table(sg: Subgame, pos: list[np.ndarray], one: tuple[int, ...], num_layers: int) -> np.ndarray:
+        """``(2, depth, num_nodes)``: row ``k`` holds the buffer position of the edge at depth ``k`` on each node's
+        path; the 1.0 slot below the node's depth, the 0.0 slot in every row of a node off the roots' trees."""
+        n = sg.num_nodes
+        reachable = np.zeros(n, dtype=bool)
+        reachable[sg.roots] = True
+        reachable[sg.edge_child] = True
+        node_parent = np.full(n, -1, dtype=np.int64)
+        node_parent[sg.edge_child] = sg.edge_parent
+        node_depth = np.zeros(n, dtype=np.int64)
+        node_depth[sg.edge_child] = sg.edge_depth + 1
+        path = np.empty((2, max(num_layers, 1), n), dtype=np.int64)
+        for p in (0, 1):
+            path[p] = np.where(reachable, one[p], one[p] + 1)
+            node_pos = np.full(n, one[p], dtype=np.int64)  # buffer position of the edge into each node
+            node_pos[sg.edge_child] = pos[p]
+            cur = np.arange(n)  # walk up from every node: the edge into an ancestor at depth k + 1 sits in row k
+            for _ in range(num_layers):
+                idx = np.flatnonzero(node_parent[cur] >= 0)
+                above = cur[idx]
+                path[p, node_depth[above] - 1, idx] = node_pos[above]
+                cur[idx] = node_parent[above]
+        return path
 
     def values(self, sigma: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         """``(num_nodes,)`` player 0's expected utility of every node under ``sigma``."""
-        sg = self.sg
-        full = [np.append(s, 1.0) for s in sigma]
-        value = np.where(sg.is_terminal, sg.utility, 0.0)
-        for edges in reversed(self.layers):
-            par, ch = sg.edge_parent[edges], sg.edge_child[edges]
-            w = full[0][sg.edge_ia[0, edges]] * full[1][sg.edge_ia[1, edges]] * sg.edge_prob[edges]
-            value += np.bincount(par, weights=w * value[ch], minlength=sg.num_nodes)
+        self.fill(sigma)
+        return self._values()
+
+    def _values(self, *, top: int = 0) -> np.ndarray:
+        """Values bottom-up; the parents of the ``top`` uppermost layers are left at 0 (CFR+ reads only the values
+        of edges' children, so it skips the roots' layer)."""
+        buffer = self.buffer
+        weight = buffer[self._edge_pos[0]] * buffer[self._edge_pos[1]] * self._edge_prob
+        value = self._terminal_utility.copy()
+        for s, parents, inverse, children in reversed(self._layers[top:]):
+            # a parent's value is 0 until its own layer: assigning the sum equals adding it
+            value[parents] = np.bincount(inverse, weights=weight[s] * value[children], minlength=parents.size)
         return value
 
     def action_values(
         self, player: int, sigma: tuple[np.ndarray, np.ndarray], reach: np.ndarray, value: np.ndarray
     ) -> np.ndarray:
         """Step 4: ``(M_p,)`` counterfactual action values of ``player`` (in its own utility)."""
-        sg = self.sg
-        opp = 1 - player
-        sel = sg.edge_ia[player] >= 0
-        par, ch = sg.edge_parent[sel], sg.edge_child[sel]
-        opp_full = np.append(sigma[opp], 1.0)
-        sign = 1.0 if player == 0 else -1.0
-        w = reach[opp, par] * reach[2, par] * opp_full[sg.edge_ia[opp, sel]] * sg.edge_prob[sel]
-        return np.bincount(sg.edge_ia[player, sel], weights=sign * w * value[ch], minlength=sg.ia_infoset[player].size)
+        self.fill(sigma)
+        return self._action_values(player, reach, value)
+
+    def _action_values(self, player: int, reach: np.ndarray, value: np.ndarray) -> np.ndarray:
+        """Step 4 from the players' reaches (rows 0 and 1 of ``reach``; the external reach is fixed)."""
+        par, chance, ch, opp_pos, prob, own_ia = self._act[player]
+        w = reach[1 - player, par] * chance * self.buffer[opp_pos] * prob
+        if player == 0:
+            return np.bincount(own_ia, weights=w * value[ch], minlength=self.sizes[0])
+        return np.bincount(own_ia, weights=-1.0 * w * value[ch], minlength=self.sizes[1])
+
+    def own_reach(self, player: int, reach: np.ndarray) -> np.ndarray:
+        """``(J_p,)`` the player's own reach summed over each infoset's nodes."""
+        nodes, infosets = self._decision[player]
+        return np.bincount(infosets, weights=reach[player, nodes], minlength=self.num_infosets[player])
+
+    def regret_matching_plus(self, player: int, regret: np.ndarray) -> np.ndarray:
+        """Step 1 with the infosets' action counts gathered once (the values of :func:`regret_matching_plus`)."""
+        ia_infoset = self.sg.ia_infoset[player]
+        positive = np.maximum(regret, 0.0)
+        denom = np.bincount(ia_infoset, weights=positive, minlength=self.num_infosets[player])[ia_infoset]
+        out = self._uniform[player].copy()
+        np.divide(positive, denom, out=out, where=denom > 0)
+        return out
 
 
 def solve_cfr_plus(sg: Subgame, *, iterations: int) -> SubgameSolution:
@@ -339,29 +461,24 @@ def solve_cfr_plus(sg: Subgame, *, iterations: int) -> SubgameSolution:
     if iterations < 1:
         raise ValueError(f"iterations must be >= 1, got {iterations}")
     passes = _Passes(sg)
-    regret = [np.zeros(sg.ia_infoset[p].size) for p in (0, 1)]
-    avg = [np.zeros(sg.ia_infoset[p].size) for p in (0, 1)]
-    sigma = [regret_matching_plus(regret[p], sg.ia_infoset[p], passes.num_infosets[p]) for p in (0, 1)]
+    regret = [np.zeros(size) for size in passes.sizes]
+    avg = [np.zeros(size) for size in passes.sizes]
+    sigma = [passes.regret_matching_plus(p, regret[p]) for p in (0, 1)]
+    ia_infoset = sg.ia_infoset
+    passes.fill((sigma[0], sigma[1]))
     for t in range(1, iterations + 1):
         for p in (0, 1):
-            reach = passes.reaches((sigma[0], sigma[1]))
-            value = passes.values((sigma[0], sigma[1]))
-            q = passes.action_values(p, (sigma[0], sigma[1]), reach, value)
+            reach = passes._reaches()
+            q = passes._action_values(p, reach, passes._values(top=1))
             # Step 5: regret of each action against the infoset's expected counterfactual value.
-            expected = np.bincount(sg.ia_infoset[p], weights=sigma[p] * q, minlength=passes.num_infosets[p])
-            regret[p] = np.maximum(regret[p] + q - expected[sg.ia_infoset[p]], 0.0)
+            expected = np.bincount(ia_infoset[p], weights=sigma[p] * q, minlength=passes.num_infosets[p])
+            regret[p] = np.maximum(regret[p] + q - expected[ia_infoset[p]], 0.0)
             # Step 6: linear averaging weighted by the player's own reach of the infoset's nodes.
-            own = _own_reach(sg, p, reach)
-            avg[p] += t * own[sg.ia_infoset[p]] * sigma[p]
-            sigma[p] = regret_matching_plus(regret[p], sg.ia_infoset[p], passes.num_infosets[p])
+            avg[p] += t * passes.own_reach(p, reach)[ia_infoset[p]] * sigma[p]
+            sigma[p] = passes.regret_matching_plus(p, regret[p])
+            passes.sigma_views[p][:] = sigma[p]
     strategy = tuple(normalize_per_infoset(avg[p], sg.ia_infoset[p], passes.num_infosets[p]) for p in (0, 1))
     return evaluate_profile(sg, (strategy[0], strategy[1]), iterations=iterations)
-
-
-def _own_reach(sg: Subgame, player: int, reach: np.ndarray) -> np.ndarray:
-    """``(J_p,)`` the player's own reach summed over each infoset's nodes."""
-    nodes = np.flatnonzero(sg.node_infoset[player] >= 0)
-    return np.bincount(sg.node_infoset[player, nodes], weights=reach[player, nodes], minlength=sg.num_infosets(player))
 
 
 def evaluate_profile(sg: Subgame, strategy: tuple[np.ndarray, np.ndarray], *, iterations: int = 0) -> SubgameSolution:

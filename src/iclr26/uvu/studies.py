@@ -381,12 +381,21 @@ def _episodes_to_transitions(episodes: list, task_dim: int, device: torch.device
     )
 
 
-def _train_policy(config: UVUConfig, ctx: RunContext) -> PolicyEvaluation:
+def _seed(config: UVUConfig, replicate: int, *keys: int | str) -> int:
+    """The seed of one random draw of the rejection study's replicate ``replicate``: replicate 0 draws exactly what
+    the single-seed study drew before issue 17; replicate ``j > 0`` draws its own tasks, data, initial weights and
+    batches."""
+    if replicate == 0:
+        return derive_seed(config.seed, *keys)
+    return derive_seed(config.seed, *keys, "replicate", replicate)
+
+
+def _train_policy(config: UVUConfig, ctx: RunContext, replicate: int = 0) -> PolicyEvaluation:
     """Collect the offline data, train the shared Q-function, relabel ``a'`` with its policy, roll it out on the
     test tasks; the result is moved to the CPU (a unit's result holds no device tensors)."""
     device = torch.device(config.device)
     family = GoToDoorFamily(config.grid_size)
-    base = derive_seed(config.seed, "gotodoor-tasks") % 1_000_000_000
+    base = _seed(config, replicate, "gotodoor-tasks") % 1_000_000_000
     seen: list[Task] = []
     unseen: list[Task] = []
     need_seen = config.train_tasks + config.truncated_tasks + config.test_per_group
@@ -400,7 +409,7 @@ def _train_policy(config: UVUConfig, ctx: RunContext) -> PolicyEvaluation:
     fresh = seen[config.train_tasks + config.truncated_tasks : need_seen]
     held = unseen[: config.test_per_group]
 
-    rng = numpy_rng(derive_seed(config.seed, "gotodoor-data"))
+    rng = numpy_rng(_seed(config, replicate, "gotodoor-data"))
     episodes = []
     for task in ctx.progress(train + truncated, desc="collect data"):
         for _ in range(config.episodes_per_task):
@@ -409,7 +418,7 @@ def _train_policy(config: UVUConfig, ctx: RunContext) -> PolicyEvaluation:
     data = _episodes_to_transitions(episodes, family.task_dim, device)
     ctx.log(f"gotodoor: {len(data)} transitions from {len(train)} full + {len(truncated)} truncated tasks")
 
-    torch.manual_seed(derive_seed(config.seed, "dqn-init"))
+    torch.manual_seed(_seed(config, replicate, "dqn-init"))
     q = DiscreteQNetwork(family.state_dim, family.task_dim, NUM_ACTIONS, hidden=config.dqn_hidden).to(device)
     cql = CQLConfig(
         steps=config.dqn_steps,
@@ -424,7 +433,7 @@ def _train_policy(config: UVUConfig, ctx: RunContext) -> PolicyEvaluation:
         q,
         data,
         cql,
-        torch_generator(derive_seed(config.seed, "dqn")),
+        torch_generator(_seed(config, replicate, "dqn")),
         progress=lambda it: ctx.progress(it, total=cql.steps, desc="offline Q"),
     )
     dqn_time = time.perf_counter() - start
@@ -462,14 +471,15 @@ def _train_policy(config: UVUConfig, ctx: RunContext) -> PolicyEvaluation:
     )
 
 
-def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
-    """Part 2: multi-task offline GoToDoor with task rejection (see the module docstring).
+def rejection_study(config: UVUConfig, ctx: RunContext, replicate: int = 0) -> RejectionStudy:
+    """Part 2: multi-task offline GoToDoor with task rejection (see the module docstring), replicate ``replicate``
+    (its own tasks, data, shared Q-function, initial weights and batches; see :func:`_seed`).
 
-    Units: ``rejection-policy``, then ``rejection-<method>`` for UVU, each ensemble size and RND.
+    Units: ``seed<j>-rejection-policy``, then ``seed<j>-rejection-<method>`` for UVU, each ensemble size and RND.
     """
     device = torch.device(config.device)
     on_cpu = device.type == "cpu"
-    pol = ctx.unit("rejection-policy", lambda: _train_policy(config, ctx))
+    pol = ctx.unit(f"seed{replicate}-rejection-policy", lambda: _train_policy(config, ctx, replicate))
     data = pol.data.to(device)
     states0, actions0, tasks0 = pol.states0.to(device), pol.actions0.to(device), pol.tasks0.to(device)
     success = pol.success
@@ -483,17 +493,17 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
     def build(name: str) -> tuple[torch.nn.Module, int, int, CountedCost]:
         """The learner ``name`` freshly initialised from its own seed, its parameter counts and counted cost."""
         if name == "UVU":
-            torch.manual_seed(derive_seed(config.seed, "uvu-init"))
+            torch.manual_seed(_seed(config, replicate, "uvu-init"))
             uvu = UVU(make(config.uvu_heads)(), make(config.uvu_heads)(), gamma=config.gamma)
             cost = uvu_cost(uvu.online.widths)
             return uvu, count_parameters(uvu, trainable_only=True), count_parameters(uvu), cost
         if name == "RND":
-            torch.manual_seed(derive_seed(config.seed, "rnd-init"))
+            torch.manual_seed(_seed(config, replicate, "rnd-init"))
             rnd = RND(make(config.uvu_heads)(), make(config.uvu_heads)())
             cost = rnd_cost(rnd.predictor.widths)
             return rnd, count_parameters(rnd, trainable_only=True), count_parameters(rnd), cost
         k = int(name.removeprefix("ensemble-"))
-        torch.manual_seed(derive_seed(config.seed, "ensemble-init", k))
+        torch.manual_seed(_seed(config, replicate, "ensemble-init", k))
         ens = ValueEnsemble(make(1), k, gamma=config.gamma)
         cost = ensemble_cost(make(1)().widths, k)
         return ens, count_parameters(ens), count_parameters(ens), cost
@@ -506,7 +516,7 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
             steps=config.pe_steps,
             lr=config.lr,
             batch_size=config.batch_size,
-            generator=torch_generator(derive_seed(config.seed, "pe-batches", name)),
+            generator=torch_generator(_seed(config, replicate, "pe-batches", name)),
             progress=lambda it: ctx.progress(it, total=config.pe_steps, desc=name),
         )
         with torch.no_grad():
@@ -527,7 +537,7 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
 
     methods = []
     for name in ["UVU", *(f"ensemble-{k}" for k in config.ensemble_sizes), "RND"]:
-        score = ctx.unit(f"rejection-{name}", lambda name=name: train(name))
+        score = ctx.unit(f"seed{replicate}-rejection-{name}", lambda name=name: train(name))
         methods.append(score)
         ctx.log(
             f"{name}: AUC {score.auc:.3f}, spearman {score.spearman:.3f}, {score.total_params} params, "
@@ -540,7 +550,7 @@ def rejection_study(config: UVUConfig, ctx: RunContext) -> RejectionStudy:
         success,
         fractions,
         resamples=config.bootstrap,
-        rng=numpy_rng(derive_seed(config.seed, "bootstrap")),
+        rng=numpy_rng(_seed(config, replicate, "bootstrap")),
     )
     oracle = oracle_curve(success, fractions)
     return RejectionStudy(
