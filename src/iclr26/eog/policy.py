@@ -1,0 +1,447 @@
+"""The two policies EoG's pipeline trains, behind one interface: a tiny word-level LM and a pretrained LM with LoRA.
+
+:class:`TinyPolicy` is a :class:`~iclr26.common.tinylm.TinyLM` trained from scratch over a closed word vocabulary
+(the CPU reproduction); :class:`PretrainedPolicy` is SmolLM2-135M-Instruct (or any causal LM folder) with LoRA
+adapters through :mod:`iclr26.common.pretrained` (the ``gpu`` preset). Both expose the same four operations, so the
+pipeline of :mod:`iclr26.eog.training` is one code path:
+
+- ``sft_update(examples, targets)``: one supervised step on prompt → trace pairs;
+- ``sample(examples, group_size, seed)``: ``G`` completions per prompt at the configured temperature;
+- ``grpo_update(samples, rewards)``: one GRPO step, DeepSeekMath Eq. (3) through :mod:`iclr26.common.grpo`:
+  group-normalised advantages ``Â_i = (r_i − mean)/std`` (EoG's ``adv_estimator=grpo``), the clipped surrogate
+  with token-mean aggregation and no KL term (the official ``train/run_eog.sh``);
+- ``greedy(examples)``: greedy completions (evaluation).
+
+Glossary: ``B`` sequences, ``L`` sequence length, ``T`` completion tokens, ``V`` vocabulary, ``Q`` prompts,
+``G`` samples per prompt, ``D`` width, ``H`` heads.
+
+Deviations: one gradient step per rollout (on-policy, ratio 1, so the asymmetric clip 0.2/0.28 of ``run_eog.sh`` and
+its two PPO epochs are not used); the tiny LM reads the compact prompt (:func:`~iclr26.eog.data.compact_prompt`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from iclr26.common.grpo import group_relative_advantages, grpo_loss
+from iclr26.common.tinylm import TinyLM, TinyLMConfig, apply_rope, rope_tables
+from iclr26.eog.data import KGQAExample, compact_prompt, official_prompt
+
+__all__ = ["Policy", "PretrainedPolicy", "Samples", "TinyPolicy", "WordVocab", "tokenize"]
+
+_TOKEN = re.compile(r"</?think>|</?answer>|[A-Za-z0-9_.\-]+|\S")
+
+
+def tokenize(text: str) -> list[str]:
+    """Word-level pieces: the four tags, words (letters, digits, ``_ . -``), and single other characters."""
+    return _TOKEN.findall(text)
+
+
+class WordVocab:
+    """A closed word vocabulary; decoding joins pieces with spaces (what the reward functions then read).
+
+    Args:
+        texts: texts whose pieces make up the vocabulary (prompts and traces).
+    """
+
+    PAD, BOS, EOS = 0, 1, 2
+    SPECIALS = ("<pad>", "<bos>", "<eos>")
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        pieces = sorted({p for t in texts for p in tokenize(t)})
+        self.itos = list(self.SPECIALS) + pieces
+        self.stoi = {p: i for i, p in enumerate(self.itos)}
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of a text's pieces.
+
+        Raises:
+            ValueError: naming the first piece outside the vocabulary.
+        """
+        ids = []
+        for p in tokenize(text):
+            if p not in self.stoi:
+                raise ValueError(f"piece {p!r} is not in the vocabulary (built from the task's prompts and traces)")
+            ids.append(self.stoi[p])
+        return ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Pieces joined by spaces; special ids are dropped."""
+        return " ".join(self.itos[i] for i in ids if i >= len(self.SPECIALS))
+
+
+@dataclass
+class Samples:
+    """Sampled completions, row ``q·G + g`` for sample ``g`` of prompt ``q``.
+
+    Attributes:
+        texts: the completion texts (what the rewards read).
+        n_tokens: ``(N,)`` completion lengths in tokens.
+        finished: ``(N,)`` whether each stopped on its own (``<eos>`` / stop string) rather than at the length cap.
+        group_size: ``G``.
+        handle: the backend's own record of the rollout (ids and log-probs).
+    """
+
+    texts: list[str]
+    n_tokens: list[int]
+    finished: list[bool]
+    group_size: int
+    handle: Any = None
+
+
+class Policy(Protocol):
+    """What the pipeline needs from a policy (see the module docstring)."""
+
+    def sft_update(self, examples: Sequence[KGQAExample], targets: Sequence[str]) -> float: ...
+
+    def sample(self, examples: Sequence[KGQAExample], *, group_size: int, seed: int) -> Samples: ...
+
+    def grpo_update(self, samples: Samples, rewards: Tensor) -> float: ...
+
+    def greedy(self, examples: Sequence[KGQAExample]) -> Samples: ...
+
+    def state(self) -> dict[str, Tensor]: ...
+
+    def load_state(self, state: dict[str, Tensor]) -> None: ...
+
+
+# ------------------------------------------------------------------------------------------------ tiny LM
+class TinyPolicy:
+    """A tiny LM from scratch over a :class:`WordVocab` (module docstring).
+
+    Args:
+        vocab: the vocabulary.
+        d_model, n_layers, n_heads, d_ff: the :class:`~iclr26.common.tinylm.TinyLM` size.
+        context_len: longest prompt + completion.
+        max_new_tokens: completion cap.
+        lr_sft, lr_rl: AdamW learning rates of the two kinds of update (one optimizer per kind, created lazily).
+        temperature: sampling temperature of RL rollouts.
+        clip_eps: ratio clip.
+        seed: initialisation seed.
+    """
+
+    def __init__(
+        self,
+        vocab: WordVocab,
+        *,
+        d_model: int = 96,
+        n_layers: int = 3,
+        n_heads: int = 4,
+        d_ff: int = 192,
+        context_len: int = 128,
+        max_new_tokens: int = 48,
+        lr_sft: float = 2e-3,
+        lr_rl: float = 3e-4,
+        temperature: float = 1.0,
+        clip_eps: float = 0.2,
+        seed: int = 0,
+    ) -> None:
+        self.vocab = vocab
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.clip_eps = clip_eps
+        self.lr_sft, self.lr_rl = lr_sft, lr_rl
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.model = TinyLM(
+                TinyLMConfig(
+                    vocab_size=len(vocab),
+                    context_len=context_len,
+                    d_model=d_model,
+                    n_layers=n_layers,
+                    n_heads=n_heads,
+                    d_ff=d_ff,
+                )
+            )
+        self._opt: dict[str, torch.optim.Optimizer] = {}
+
+    def _optimizer(self, kind: str) -> torch.optim.Optimizer:
+        if kind not in self._opt:
+            lr = self.lr_sft if kind == "sft" else self.lr_rl
+            self._opt[kind] = torch.optim.AdamW(self.model.parameters(), lr=lr, weight_decay=0.0)
+        return self._opt[kind]
+
+    def prompt_ids(self, example: KGQAExample) -> list[int]:
+        """``<bos>`` + the compact prompt's ids."""
+        return [WordVocab.BOS, *self.vocab.encode(compact_prompt(example))]
+
+    def _step(self, kind: str, loss: Tensor) -> float:
+        opt = self._optimizer(kind)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)  # run_eog.sh: grad_clip=1.0
+        opt.step()
+        return float(loss.detach())
+
+    def sft_update(self, examples: Sequence[KGQAExample], targets: Sequence[str]) -> float:
+        """One step of ``−Σ log π(c_t | p, c_<t) / #completion tokens`` (``<eos>`` included)."""
+        rows = [
+            (self.prompt_ids(e), [*self.vocab.encode(t), WordVocab.EOS]) for e, t in zip(examples, targets, strict=True)
+        ]
+        seq, plen, clen = _pack(rows)
+        self.model.train()
+        logp, mask = _completion_logprobs(self.model, seq, plen, clen)  # (B, T) each
+        return self._step("sft", -(logp * mask).sum() / mask.sum())
+
+    def sample(self, examples: Sequence[KGQAExample], *, group_size: int, seed: int) -> Samples:
+        """``G`` completions per prompt at the policy's temperature, from ``torch.Generator(seed)``."""
+        gen = torch.Generator().manual_seed(seed)
+        prompts = [self.prompt_ids(e) for e in examples for _ in range(group_size)]
+        return self._generate(prompts, group_size, self.temperature, gen)
+
+    def greedy(self, examples: Sequence[KGQAExample]) -> Samples:
+        """Greedy completions, one per example."""
+        return self._generate([self.prompt_ids(e) for e in examples], 1, 0.0, None)
+
+    def _generate(self, prompts: list[list[int]], group_size: int, temperature: float, gen) -> Samples:
+        out, finished = generate(
+            self.model, prompts, max_new_tokens=self.max_new_tokens, temperature=temperature, generator=gen
+        )
+        texts = [self.vocab.decode(c) for c in out]
+        return Samples(texts, [len(c) for c in out], finished, group_size, handle=(prompts, out))
+
+    def grpo_update(self, samples: Samples, rewards: Tensor) -> float:
+        """One GRPO step on ``samples`` with ``rewards`` ``(Q, G)`` (module docstring)."""
+        prompts, completions = samples.handle
+        adv = group_relative_advantages(rewards.reshape(-1, samples.group_size).double()).float().reshape(-1)  # (N,)
+        if not bool(adv.abs().gt(0).any()):
+            return 0.0  # every group tied: no gradient (verl's GRPO gives these advantage 0 too)
+        seq, plen, clen = _pack(list(zip(prompts, completions, strict=True)))
+        self.model.train()
+        logp, mask = _completion_logprobs(self.model, seq, plen, clen)  # (N, T)
+        # DeepSeekMath Eq. (3), on-policy (π_old = π_θ detached), token-mean aggregation (run_eog.sh)
+        loss = grpo_loss(logp, logp.detach(), adv, mask=mask, clip_eps=self.clip_eps, aggregation="token").loss
+        return self._step("rl", loss)
+
+    def state(self) -> dict[str, Tensor]:
+        """The model's weights as CPU tensors."""
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def load_state(self, state: dict[str, Tensor]) -> None:
+        """Load weights from :meth:`state`; optimizer moments start afresh."""
+        self.model.load_state_dict(state)
+        self._opt.clear()
+
+
+def _pack(rows: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tuple[Tensor, Tensor, Tensor]:
+    """Right-padded ``(B, L)`` prompt+completion ids, prompt lengths ``(B,)``, completion lengths ``(B,)``."""
+    length = max(len(p) + len(c) for p, c in rows)
+    seq = torch.full((len(rows), length), WordVocab.PAD, dtype=torch.long)
+    for i, (p, c) in enumerate(rows):
+        seq[i, : len(p) + len(c)] = torch.tensor([*p, *c])
+    return seq, torch.tensor([len(p) for p, _ in rows]), torch.tensor([len(c) for _, c in rows])
+
+
+def _completion_logprobs(model: TinyLM, seq: Tensor, plen: Tensor, clen: Tensor) -> tuple[Tensor, Tensor]:
+    """``log π(c_t | p, c_<t)`` ``(B, T)`` and the completion mask ``(B, T)``; token ``t`` is predicted at position
+    ``plen + t − 1``."""
+    T = max(1, int(clen.max()))
+    logits = model(seq[:, :-1]).logits  # (B, L−1, V)
+    pos = (plen[:, None] + torch.arange(T)[None, :] - 1).clamp(max=logits.shape[1] - 1)  # (B, T)
+    rows = torch.arange(seq.shape[0])[:, None]
+    targets = seq[rows, (pos + 1).clamp(max=seq.shape[1] - 1)]  # (B, T)
+    logp = torch.log_softmax(logits[rows, pos].float(), dim=-1).gather(-1, targets[..., None]).squeeze(-1)
+    mask = torch.arange(T)[None, :] < clen[:, None]  # (B, T)
+    return logp.masked_fill(~mask, 0.0), mask
+
+
+@torch.no_grad()
+def generate(
+    model: TinyLM,
+    prompts: Sequence[Sequence[int]],
+    *,
+    max_new_tokens: int,
+    temperature: float,
+    generator: torch.Generator | None = None,
+) -> tuple[list[list[int]], list[bool]]:
+    """Sample (``temperature > 0``) or greedily decode (``0``) one completion per prompt with a key/value cache.
+
+    Prompts are left-padded and padded keys masked; RoPE depends only on relative positions, so each row's logits
+    equal those of its unpadded sequence (up to rounding). The completion ends at ``<eos>`` (kept) or the cap.
+
+    Returns:
+        ``(completions, finished)``: each completion's ids (``<eos>`` included if produced) and whether it produced
+        ``<eos>``.
+
+    Raises:
+        ValueError: for a model without RoPE or a prompt + cap longer than its context.
+    """
+    cfg = model.config
+    if cfg.positional != "rope":
+        raise ValueError("generate caches keys of RoPE models only")
+    B, P = len(prompts), max(len(p) for p in prompts)
+    S = P + max_new_tokens
+    if S > cfg.context_len:
+        raise ValueError(f"prompt ({P}) + max_new_tokens ({max_new_tokens}) exceeds context_len={cfg.context_len}")
+    H, D = cfg.n_heads, cfg.d_model
+    ids = torch.full((B, P), WordVocab.PAD, dtype=torch.long)
+    valid = torch.zeros(B, S, dtype=torch.bool)  # (B, S): real key positions
+    for i, p in enumerate(prompts):
+        ids[i, P - len(p) :] = torch.tensor(list(p))
+        valid[i, P - len(p) : P] = True
+    cos, sin = rope_tables(S, D // H, cfg.rope_base)
+    keys = torch.zeros(len(model.blocks), B, H, S, D // H)
+    values = torch.zeros_like(keys)
+
+    def forward(x_ids: Tensor, start: int) -> Tensor:
+        n = x_ids.shape[1]
+        x = model.tok_emb(x_ids)  # (B, n, D)
+        q_pos, k_pos = torch.arange(start, start + n), torch.arange(start + n)
+        causal = k_pos[None, :] <= q_pos[:, None]  # (n, start + n)
+        allowed = (causal[None, None] & valid[:, None, None, : start + n]) | (k_pos[None, :] == q_pos[:, None])
+        for layer, block in enumerate(model.blocks):
+            q, k, v = block.attn.qkv(block.ln1(x)).split(D, dim=-1)
+            q, k, v = (t.view(B, n, H, D // H).transpose(1, 2) for t in (q, k, v))  # (B, H, n, D/H)
+            c, s = cos[start : start + n], sin[start : start + n]
+            q = apply_rope(q, c, s)
+            keys[layer, :, :, start : start + n] = apply_rope(k, c, s)
+            values[layer, :, :, start : start + n] = v
+            y = F.scaled_dot_product_attention(
+                q, keys[layer, :, :, : start + n], values[layer, :, :, : start + n], attn_mask=allowed
+            )  # (B, H, n, D/H)
+            x = x + block.attn.proj(y.transpose(1, 2).reshape(B, n, D))
+            x = x + block.ffn(block.ln2(x))
+        return model.head(model.ln_f(x[:, -1]))  # (B, V)
+
+    was_training = model.training
+    model.eval()
+    logits = forward(ids, 0)
+    out: list[list[int]] = [[] for _ in range(B)]
+    done = torch.zeros(B, dtype=torch.bool)
+    for step in range(max_new_tokens):
+        if temperature > 0:
+            nxt = torch.multinomial(torch.softmax(logits.float() / temperature, dim=-1), 1, generator=generator)[:, 0]
+        else:
+            nxt = logits.argmax(dim=-1)
+        for i in torch.nonzero(~done).flatten().tolist():
+            out[i].append(int(nxt[i]))
+        done |= nxt == WordVocab.EOS
+        if bool(done.all()) or step == max_new_tokens - 1:
+            break
+        valid[:, P + step] = True
+        logits = forward(torch.where(done, WordVocab.PAD, nxt)[:, None], P + step)
+    model.train(was_training)
+    return out, done.tolist()
+
+
+# ------------------------------------------------------------------------------------------------ pretrained LM
+class PretrainedPolicy:
+    """A pretrained chat LM with LoRA (:mod:`iclr26.common.pretrained`), prompted in the official layout.
+
+    Args:
+        lm: a :class:`~iclr26.common.pretrained.PretrainedLM` with LoRA adapters.
+        max_new_tokens: completion cap.
+        lr_sft, lr_rl: AdamW learning rates.
+        temperature: sampling temperature (``run_eog.sh``: 1.0).
+        clip_eps: ratio clip.
+        micro_batch_size: sequences per forward pass.
+    """
+
+    STOP = ("</answer>",)
+
+    def __init__(
+        self,
+        lm: Any,
+        *,
+        max_new_tokens: int = 96,
+        lr_sft: float = 2e-4,
+        lr_rl: float = 2e-5,
+        temperature: float = 1.0,
+        clip_eps: float = 0.2,
+        micro_batch_size: int = 8,
+    ) -> None:
+        if not lm.has_lora:
+            raise ValueError("lm needs LoRA adapters (iclr26.common.pretrained.add_lora) to be trained here")
+        self.lm = lm
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.clip_eps = clip_eps
+        self.micro_batch_size = micro_batch_size
+        self.lr_sft, self.lr_rl = lr_sft, lr_rl
+        self._opt: dict[str, torch.optim.Optimizer] = {}
+
+    def _optimizer(self, kind: str) -> torch.optim.Optimizer:
+        if kind not in self._opt:
+            params = [p for p in self.lm.model.parameters() if p.requires_grad]
+            self._opt[kind] = torch.optim.AdamW(params, lr=self.lr_sft if kind == "sft" else self.lr_rl)
+        return self._opt[kind]
+
+    def sft_update(self, examples: Sequence[KGQAExample], targets: Sequence[str]) -> float:
+        """One :func:`~iclr26.common.pretrained.sft_step` on chat prompts → traces."""
+        from iclr26.common.pretrained import sft_step
+
+        self.lm.model.train()
+        prompts = [official_prompt(e) for e in examples]
+        out = sft_step(self.lm, self._optimizer("sft"), prompts, list(targets), micro_batch_size=self.micro_batch_size)
+        self.lm.model.eval()
+        return out.loss
+
+    def sample(self, examples: Sequence[KGQAExample], *, group_size: int, seed: int) -> Samples:
+        """:func:`~iclr26.common.pretrained.sample_rollout`, stopping after ``</answer>``."""
+        from iclr26.common.pretrained import sample_rollout
+
+        rollout = sample_rollout(
+            self.lm,
+            [official_prompt(e) for e in examples],
+            group_size=group_size,
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            seed=seed % 2**31,
+            stop=self.STOP,
+            micro_batch_size=self.micro_batch_size,
+        )
+        return self._samples(rollout.texts, rollout.completion_ids, rollout.finish_reasons, group_size, rollout)
+
+    def greedy(self, examples: Sequence[KGQAExample]) -> Samples:
+        """Greedy completions in the official layout."""
+        gen = self.lm.generate(
+            [official_prompt(e) for e in examples], max_new_tokens=self.max_new_tokens, temperature=0.0, stop=self.STOP
+        )
+        return self._samples(gen.texts, gen.completion_ids, gen.finish_reasons, 1, None)
+
+    @staticmethod
+    def _samples(texts, ids, reasons, group_size, handle) -> Samples:
+        # a stop string is cut from the text; put the closing tag back where generation stopped on it
+        texts = [t + "</answer>" if r == "stop" else t for t, r in zip(texts, reasons, strict=True)]
+        return Samples(list(texts), [len(c) for c in ids], [r != "length" for r in reasons], group_size, handle)
+
+    def grpo_update(self, samples: Samples, rewards: Tensor) -> float:
+        """One :func:`~iclr26.common.pretrained.grpo_step` (group-normalised advantages, token-mean, no KL)."""
+        from iclr26.common.pretrained import grpo_step
+
+        if samples.handle is None:
+            raise ValueError("samples come from greedy(); GRPO needs a rollout from sample()")
+        self.lm.model.train()
+        out = grpo_step(
+            self.lm,
+            self._optimizer("rl"),
+            samples.handle,
+            rewards=rewards.reshape(-1, samples.group_size).float(),
+            clip_eps=self.clip_eps,
+            aggregation="token",
+            micro_batch_size=self.micro_batch_size,
+        )
+        self.lm.model.eval()
+        return out.loss
+
+    def state(self) -> dict[str, Tensor]:
+        """The LoRA adapters as CPU tensors."""
+        return {n: p.detach().cpu().clone() for n, p in self.lm.model.named_parameters() if p.requires_grad}
+
+    def load_state(self, state: dict[str, Tensor]) -> None:
+        """Copy adapters from :meth:`state`; optimizer moments start afresh."""
+        params = dict(self.lm.model.named_parameters())
+        with torch.no_grad():
+            for n, v in state.items():
+                params[n].copy_(v.to(params[n].device))
+        self._opt.clear()

@@ -1,0 +1,223 @@
+"""EoG's three-stage pipeline on any :class:`~iclr26.eog.policy.Policy`, and its evaluation.
+
+Explore-on-Graph (ICLR 2026, arXiv 2602.21728), §3: **(1)** SFT cold start on long-CoT KG reasoning traces;
+**(2)** RL phase 1, GRPO with the outcome reward ``R_out`` = answer-set F1; **(3)** RL phase 2, GRPO with
+``R_out + R_path`` (:mod:`iclr26.eog.rewards`).
+
+One GRPO step of :func:`grpo_stage`:
+
+1. draw ``Q`` questions of the RL pool (``torch.Generator`` from the stage seed; the same draws for every arm that
+   shares the seed);
+2. sample ``G`` completions each (:meth:`Policy.sample`);
+3. score each with :func:`~iclr26.eog.rewards.eog_reward` and the stage's weights → rewards ``(Q, G)``; the path
+   term uses the question's gold path, or a *placebo* path (random off-path graph triples of the same count; the
+   control arm);
+4. :meth:`Policy.grpo_update` (group-normalised advantages, clipped surrogate, token mean).
+
+Glossary: ``Q`` prompts per step, ``G`` samples per prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from iclr26.eog.data import KGQAExample, make_trace
+from iclr26.eog.policy import Policy
+from iclr26.eog.rewards import RewardWeights, eog_reward, extract_triples, parse_output
+
+__all__ = ["EvalResult", "StageCurves", "evaluate", "grpo_stage", "placebo_paths", "sft_stage"]
+
+
+def sft_stage(
+    policy: Policy,
+    examples: Sequence[KGQAExample],
+    *,
+    steps: int,
+    batch_size: int,
+    seed: int,
+    cite_prob: float = 1.0,
+    detour_prob: float = 0.0,
+    progress: Callable[[], None] | None = None,
+) -> list[float]:
+    """Stage 1 (or the imitation baseline's extra SFT): ``steps`` updates on traces of random ``examples``.
+
+    Each step draws ``batch_size`` examples (with replacement) and writes a fresh trace for each
+    (:func:`~iclr26.eog.data.make_trace`, with ``cite_prob`` / ``detour_prob``).
+
+    Returns:
+        The loss per step.
+    """
+    if not examples:
+        raise ValueError("sft_stage needs at least one example")
+    rng = np.random.default_rng(seed)
+    losses = []
+    for _ in range(steps):
+        batch = [examples[int(i)] for i in rng.integers(len(examples), size=batch_size)]
+        traces = [make_trace(e, rng, cite_prob=cite_prob, detour_prob=detour_prob) for e in batch]
+        losses.append(policy.sft_update(batch, traces))
+        if progress is not None:
+            progress()
+    return losses
+
+
+def placebo_paths(examples: Sequence[KGQAExample], seed: int) -> dict[str, list[list[list[str]]]]:
+    """Per question, a placebo "gold" path: as many graph triples as the gold path has, drawn off the gold path.
+
+    Returns:
+        ``{qid: [[s, r, o], ...] as one path}``; fewer triples where the graph has fewer off-path triples.
+    """
+    rng = np.random.default_rng(seed)
+    out = {}
+    for e in examples:
+        gold = set(e.gold_triples)
+        off = [t for t in e.graph if t not in gold]
+        k = min(len(off), len(set(gold)))
+        picks = [off[int(i)] for i in rng.choice(len(off), size=k, replace=False)] if k else []
+        out[e.qid] = [[list(t) for t in picks]]
+    return out
+
+
+@dataclass
+class StageCurves:
+    """What one GRPO stage measured per step (plain data).
+
+    Attributes:
+        reward, f1, path: mean total reward, F1 and (gold) path reward of the step's samples.
+        length: mean completion length in tokens.
+        valid: share of parseable completions.
+        n_tokens: completion tokens sampled in all.
+    """
+
+    reward: list[float] = field(default_factory=list)
+    f1: list[float] = field(default_factory=list)
+    path: list[float] = field(default_factory=list)
+    length: list[float] = field(default_factory=list)
+    valid: list[float] = field(default_factory=list)
+    n_tokens: int = 0
+
+
+def grpo_stage(
+    policy: Policy,
+    pool: Sequence[KGQAExample],
+    *,
+    steps: int,
+    prompts_per_step: int,
+    group_size: int,
+    weights: RewardWeights,
+    seed: int,
+    path_override: dict[str, list[list[list[str]]]] | None = None,
+    progress: Callable[[], None] | None = None,
+) -> StageCurves:
+    """Stages 2–3: ``steps`` GRPO steps with reward weights ``weights`` (module docstring, steps 1–4).
+
+    Args:
+        policy: the policy (updated in place).
+        pool: the RL questions.
+        steps: GRPO steps.
+        prompts_per_step: ``Q``.
+        group_size: ``G``.
+        weights: the reward weights (:data:`~iclr26.eog.rewards.F1_ONLY`, :data:`~iclr26.eog.rewards.F1_PLUS_PATH`).
+        seed: seeds the question draws and the sampling.
+        path_override: ``{qid: path}`` used by the reward's path term instead of the gold path (the placebo
+            control); the curves' ``path`` still reports the gold path reward.
+        progress: called after each step.
+
+    Returns:
+        :class:`StageCurves`.
+    """
+    if group_size < 2:
+        raise ValueError(f"group_size must be >= 2 for a group-relative advantage, got {group_size}")
+    gen = torch.Generator().manual_seed(seed % 2**63)
+    curves = StageCurves()
+    for _ in range(steps):
+        idx = torch.randint(len(pool), (prompts_per_step,), generator=gen).tolist()
+        batch = [pool[i] for i in idx]
+        samples = policy.sample(batch, group_size=group_size, seed=int(torch.randint(2**31, (1,), generator=gen)))
+        totals, f1s, paths, valid = [], [], [], []
+        for row, text in enumerate(samples.texts):
+            e = batch[row // group_size]
+            gold = e.path_as_lists()
+            scored = eog_reward(text, e.answers, gold, weights=weights)
+            total = scored.total
+            if path_override is not None and scored.valid:
+                fake = eog_reward(text, e.answers, path_override[e.qid], weights=weights)
+                total = fake.total
+            totals.append(total)
+            f1s.append(scored.f1)
+            paths.append(scored.path)
+            valid.append(float(scored.valid))
+        rewards = torch.tensor(totals, dtype=torch.float64).reshape(prompts_per_step, group_size)
+        policy.grpo_update(samples, rewards)
+        curves.reward.append(float(np.mean(totals)))
+        curves.f1.append(float(np.mean(f1s)))
+        curves.path.append(float(np.mean(paths)))
+        curves.valid.append(float(np.mean(valid)))
+        curves.length.append(float(np.mean(samples.n_tokens)))
+        curves.n_tokens += int(sum(samples.n_tokens))
+        if progress is not None:
+            progress()
+    return curves
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """Greedy evaluation of one split, per question (in the split's order) and as means.
+
+    Attributes:
+        hits_at_1: official (lenient) Hits@1 per question.
+        f1: answer-set F1 per question.
+        faithfulness: share of the distinct gold triples the reasoning cites (the whole text when it has no
+            ``<answer>``), whatever the answer.
+        length: completion length in tokens.
+        off_path: cited triples that are on no gold path (futile exploration).
+        valid: whether the output parsed.
+    """
+
+    hits_at_1: list[float]
+    f1: list[float]
+    faithfulness: list[float]
+    length: list[int]
+    off_path: list[int]
+    valid: list[bool]
+
+    def means(self) -> dict[str, float]:
+        """Mean of every field."""
+        return {
+            "hits_at_1": float(np.mean(self.hits_at_1)),
+            "f1": float(np.mean(self.f1)),
+            "faithfulness": float(np.mean(self.faithfulness)),
+            "length": float(np.mean(self.length)),
+            "off_path": float(np.mean(self.off_path)),
+            "valid": float(np.mean(self.valid)),
+        }
+
+
+def faithfulness(text: str, example: KGQAExample) -> float:
+    """Share of the example's distinct gold triples cited in the reasoning (case-insensitive)."""
+    parsed = parse_output(text)
+    gold = {tuple(f.lower() for f in t) for t in example.gold_triples}
+    if not gold:
+        return 0.0
+    cited = {tuple(f.lower() for f in t) for t in extract_triples(parsed.reasoning or text)}
+    return len(cited & gold) / len(gold)
+
+
+def evaluate(policy: Policy, examples: Sequence[KGQAExample], *, batch_size: int = 64) -> EvalResult:
+    """Greedy completions of ``examples`` scored by the official rules (:class:`EvalResult`)."""
+    hits, f1, faith, length, off, valid = [], [], [], [], [], []
+    for start in range(0, len(examples), batch_size):
+        batch = list(examples[start : start + batch_size])
+        samples = policy.greedy(batch)
+        for e, text, n in zip(batch, samples.texts, samples.n_tokens, strict=True):
+            scored = eog_reward(text, e.answers, e.path_as_lists())
+            hits.append(scored.hits_at_1)
+            f1.append(scored.f1)
+            faith.append(faithfulness(text, e))
+            length.append(int(n))
+            off.append(scored.n_off_path)
+            valid.append(scored.valid)
+    return EvalResult(hits, f1, faith, length, off, valid)
