@@ -61,6 +61,7 @@ def test_record_is_written_before_the_plots_and_a_failed_plot_is_noted(tmp_path,
     (run_dir,) = (tmp_path / "selfcheck").iterdir()
     record = json.loads((run_dir / RESULT_FILE).read_text())
     assert record["plot_errors"] == {"loss.png": "OSError: disk full"} and record["metrics"]["steps"] > 0
+    assert record["world_size"] == 1  # one process (tests/test_distributed.py: 2 under torchrun)
     assert "plot loss.png not saved: OSError: disk full" in capsys.readouterr().err
 
 

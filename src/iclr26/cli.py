@@ -8,6 +8,7 @@ Examples::
     iclr26 run seesaw --resume runs/seesaw/<stamp>
     iclr26 run all --scale cpu
     iclr26 report --readmes
+    torchrun --nproc_per_node=2 -m iclr26 run kern --scale gpu   # data parallel, modules with data_parallel=True
 
 Exit status: 0 success, 1 a reproduction failed, 2 bad input (nothing written), 130 interrupted (Ctrl-C; the run
 folder is marked and can be resumed).
@@ -33,11 +34,27 @@ from iclr26.catalog import (
     paper,
 )
 from iclr26.common.config import SCALE_NAMES, ConfigError, field_help
+from iclr26.common.distributed import (
+    TIMEOUT_ENV,
+    DistributedError,
+    destroy_process_group,
+    init_process_group,
+    on_main,
+    timeout_s,
+    world_from_env,
+)
 from iclr26.common.records import latest_record
 from iclr26.report import refresh_readme, refresh_status, report_markdown, verdict
-from iclr26.runner import OutputError, ResumeError, build_config, resume_config, run_experiment
+from iclr26.runner import (
+    OutputError,
+    ResumeError,
+    build_config,
+    check_data_parallel,
+    resume_config,
+    run_experiment,
+)
 
-BAD_INPUT = (UnknownModule, ConfigError, MissingExtra, LookupError, OutputError, ResumeError)
+BAD_INPUT = (UnknownModule, ConfigError, MissingExtra, LookupError, OutputError, ResumeError, DistributedError)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,11 +120,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _run_one(module: str, args: argparse.Namespace) -> int:
-    if args.resume is not None:
-        config, scale = resume_config(args.resume, module)
+    if args.resume is not None:  # rank 0 reads run.json under torchrun; every rank gets its config (or error)
+        config, scale = on_main(lambda: resume_config(args.resume, module))
     else:
         config, scale = build_config(module, args.scale, args.seed, args.overrides), args.scale
     summary = run_experiment(module, config, scale=scale, out=args.out, quiet=args.quiet, resume_dir=args.resume)
+    if not world_from_env().is_main:
+        return 0  # rank 0 reports
     if scale == "smoke":
         print(f"[{module}] smoke run finished (a smoke run checks that the code runs; its verdict is not meaningful)")
     else:
@@ -156,6 +175,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     threads = _threads(args)
     if threads:
         torch.set_num_threads(threads)
+    world = world_from_env()
+    if world.is_distributed and not args.help_config:
+        check_data_parallel(args.module, world)  # before any work: exit 2 on every rank
     if args.module == "all":
         if args.overrides or args.help_config or args.resume:
             print("error: --set, --resume and --help-config need one module, not 'all'", file=sys.stderr)
@@ -185,7 +207,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     if args.resume is not None and (args.overrides or args.seed is not None):
         raise ConfigError("--resume continues a run with its own config; drop --set and --seed")
-    return _run_one(args.module, args)
+    if not world.is_distributed:
+        return _run_one(args.module, args)
+    init_process_group(world)  # NCCL/gloo with a timeout: a dead or hung rank ends the run with an error
+    try:
+        return _run_one(args.module, args)
+    finally:
+        destroy_process_group()
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -210,9 +238,15 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `iclr26` command; returns the exit status (see the module docstring)."""
     args = _parser().parse_args(argv)
     try:
+        world = world_from_env()
+    except DistributedError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    rank = f"[rank {world.rank}/{world.size}] " if world.is_distributed else ""
+    try:
         return {"list": cmd_list, "run": cmd_run, "report": cmd_report}[args.command](args)
     except BAD_INPUT as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"{rank}error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted (Ctrl-C); an unfinished run folder is marked and resumes with --resume", file=sys.stderr)
@@ -221,6 +255,16 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (`iclr26 list | head`): stop quietly, and keep Python from complaining at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as err:
+        if world.is_distributed:  # torchrun interleaves the ranks' output: say which rank failed, and why
+            print(f"{rank}failed: {type(err).__name__}: {err}".rstrip(), file=sys.stderr)
+            if any(word in str(err).lower() for word in ("timed out", "timeout", "connection", "gloo", "nccl")):
+                print(
+                    f"{rank}a collective failed: another rank stopped or hung (see its '[rank N/{world.size}] "
+                    f"failed' line); collectives wait at most {timeout_s():g} s ({TIMEOUT_ENV})",
+                    file=sys.stderr,
+                )
+        raise
 
 
 if __name__ == "__main__":

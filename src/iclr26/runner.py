@@ -10,6 +10,11 @@ Order of a run (every check before the first unit of work; a rejected run leaves
 4. ``run.json`` (module, scale, config), then the reproduction, whose units of work land in ``units/``;
 5. ``result.json``, then the plots; a plot that fails to save is noted in the record. The units of work are
    removed once the record is written (only an unfinished run needs them).
+
+Under ``torchrun`` (more than one process, :mod:`iclr26.common.distributed`) a module must declare
+``data_parallel=True`` (:func:`check_data_parallel`, before any work). Every rank runs the reproduction; rank 0
+creates the folder and broadcasts its path, and only rank 0 writes ``run.json``, units, ``result.json``, plots and
+the marker files. The record states ``world_size``, and ``cpu_time_s`` sums the CPU time of all ranks.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from iclr26.catalog import load_experiment, paper
+from iclr26.catalog import implemented, load_experiment, paper
 from iclr26.common.config import ConfigError, ExperimentConfig, apply_overrides
 from iclr26.common.device import resolve_device
+from iclr26.common.distributed import DistributedError, World, all_reduce_sum, current_world, on_main
 from iclr26.common.experiment import MAX_NAME_LEN, UNITS_DIR, Outcome, RunContext
 from iclr26.common.plots import savefig
 from iclr26.common.records import (
@@ -93,6 +99,44 @@ def check_device(config: ExperimentConfig) -> None:
     device = getattr(config, "device", None)
     if isinstance(device, str):
         resolve_device(device)
+
+
+def data_parallel_modules() -> list[str]:
+    """The implemented modules whose reproduction supports data parallelism (``Experiment.data_parallel``)."""
+    names = []
+    for entry in implemented():
+        try:
+            if load_experiment(entry.module).data_parallel:
+                names.append(entry.module)
+        except Exception:  # noqa: BLE001, S112 - a module whose extra is missing cannot be run at all
+            continue
+    return names
+
+
+def check_data_parallel(module: str, world: World, config: ExperimentConfig | None = None) -> None:
+    """Fail before any work if ``module`` cannot run in ``world`` (more than one process under torchrun).
+
+    Raises:
+        DistributedError: if the module does not declare ``data_parallel``; the message names the modules that do.
+            Also for a config whose ``device`` names one GPU (``cuda:N``): every rank would take the same one.
+    """
+    if not world.is_distributed:
+        return
+    if module == "all":
+        raise DistributedError("under torchrun run one module at a time, not 'all'")
+    if not load_experiment(module).data_parallel:
+        supported = ", ".join(data_parallel_modules()) or "none yet"
+        raise DistributedError(
+            f"{module} does not support data parallelism yet (torchrun with WORLD_SIZE={world.size}); run it as "
+            f"one process (plain `iclr26 run {module}`). Modules that support torchrun: {supported}; the others "
+            "are not yet supported"
+        )
+    device = getattr(config, "device", None)
+    if isinstance(device, str) and device.startswith("cuda:"):
+        raise DistributedError(
+            f"config field 'device': {device!r} would put every rank on one GPU under torchrun; use --set "
+            "device=cuda (each rank takes cuda:LOCAL_RANK)"
+        )
 
 
 def prepare_run_dir(out: Path, module: str) -> Path:
@@ -191,37 +235,53 @@ def run_experiment(
         quiet: no progress bars.
         resume_dir: the folder of an interrupted run to continue: its finished units are read back, not redone.
 
+    Under torchrun (an initialised process group) every rank calls this; see the module docstring.
+
     Raises:
         OutputError: if ``out`` cannot take the run's files (nothing is written then).
+        DistributedError: under torchrun, for a module without data-parallel support (nothing is written then).
         KeyboardInterrupt: after marking the folder with ``interrupted.txt`` (resume it with ``--resume``).
         Exception: whatever the reproduction raised; the folder keeps ``error.txt`` with the traceback.
     """
     entry = paper(module)
     experiment = load_experiment(module)
-    if resume_dir is None:
-        run_dir = prepare_run_dir(out, module)
-        write_json_atomic(run_dir / RUN_FILE, {"module": module, "scale": scale, "config": config.to_dict()})
-    else:
-        run_dir = Path(resume_dir)
+    world = current_world()
+    check_data_parallel(module, world, config)
+
+    def start() -> Path:  # on rank 0 only; the other ranks receive the folder (or the error)
+        if resume_dir is None:
+            run_dir = prepare_run_dir(out, module)
+            write_json_atomic(run_dir / RUN_FILE, {"module": module, "scale": scale, "config": config.to_dict()})
+            return run_dir
         for name in (INTERRUPTED_FILE, ERROR_FILE):
-            (run_dir / name).unlink(missing_ok=True)
-    ctx = RunContext(out_dir=run_dir, seed=config.seed, quiet=quiet)
+            (Path(resume_dir) / name).unlink(missing_ok=True)
+        return Path(resume_dir)
+
+    run_dir = on_main(start)
+    ctx = RunContext(out_dir=run_dir, seed=config.seed, quiet=quiet, world=world)
     started = datetime.now(UTC)
     t0, cpu0 = time.perf_counter(), _cpu_seconds()
     seed_everything(config.seed)
     try:
         outcome = experiment.run(config, ctx)
     except KeyboardInterrupt:
-        (run_dir / INTERRUPTED_FILE).write_text(
-            f"interrupted at {datetime.now(UTC).isoformat(timespec='seconds')} after {len(ctx.units)} "
-            f"finished unit(s); continue with: iclr26 run {module} --resume {run_dir}\n",
-            encoding="utf-8",
-        )
+        if world.is_main:
+            launch = f"torchrun --nproc_per_node={world.size} -m iclr26" if world.is_distributed else "iclr26"
+            (run_dir / INTERRUPTED_FILE).write_text(
+                f"interrupted at {datetime.now(UTC).isoformat(timespec='seconds')} after {len(ctx.units)} "
+                f"finished unit(s); continue with: {launch} run {module} --resume {run_dir}\n",
+                encoding="utf-8",
+            )
         raise
     except BaseException:
-        (run_dir / ERROR_FILE).write_text(traceback.format_exc(), encoding="utf-8")
+        if world.is_main:
+            (run_dir / ERROR_FILE).write_text(traceback.format_exc(), encoding="utf-8")
         raise
     wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
+    if world.is_distributed:
+        (cpu,) = all_reduce_sum([cpu])  # the run's cost: CPU seconds of every rank
+    if not world.is_main:  # rank 0 writes the record and the plots
+        return RunSummary(run_dir=run_dir, outcome=outcome, wall_time_s=wall, resumed_units=tuple(ctx.resumed_units))
     record = {
         "schema": SCHEMA_VERSION,
         "module": module,
@@ -230,6 +290,7 @@ def run_experiment(
         "scale": scale,
         "seed": config.seed,
         "config": config.to_dict(),
+        "world_size": world.size,
         **environment(),
         "git_commit": git_commit(),
         "started_utc": started.isoformat(timespec="seconds"),
@@ -269,11 +330,14 @@ def run_experiment(
 
 __all__ = [
     "ConfigError",
+    "DistributedError",
     "OutputError",
     "ResumeError",
     "RunSummary",
     "build_config",
+    "check_data_parallel",
     "check_device",
+    "data_parallel_modules",
     "prepare_run_dir",
     "resume_config",
     "run_experiment",

@@ -128,3 +128,115 @@ def test_schedule_weight_decay_multiplier_scales_the_configured_decay():
     assert not all(torch.equal(a, b) for a, b in zip(final_params(0.1, plain), final_params(0.0, plain), strict=True))
     with pytest.raises(ValueError, match="weight_decay_multiplier=-1.0 at step 0"):
         final_params(0.1, ScaledDecay(-1.0))
+
+
+# -- data parallel (torchrun, gloo): 2 ranks vs 1 rank with 2 accumulation steps -----------------------------------
+
+# Trains the float64 TinyLM of DDP_RUN under torchrun and saves rank 0's history, final parameters and the rows every
+# rank trained on. The run is split at step 3 and resumed from rank 0's checkpoint by a fresh model.
+DDP_SCRIPT = r"""
+import json, sys
+from dataclasses import asdict
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, sys.argv[1])
+from test_lmtrain import ddp_run
+
+from iclr26.common import distributed as D
+
+world = D.world_from_env()
+D.init_process_group(world, timeout=60)
+history, params, rows = ddp_run(micro=2, checkpoint=sys.argv[2] + "/lm.ckpt")
+everyone = [None] * world.size
+dist.all_gather_object(everyone, rows)
+if world.is_main:
+    torch.save({"history": asdict(history), "params": params, "rows": everyone}, sys.argv[2] + "/out.pt")
+D.destroy_process_group()
+"""
+
+
+def ddp_run(*, micro: int, checkpoint: str | None = None):
+    """The run compared in the test: batches of 8 (shards 4 + 4), 3 (2 + 1) and a cut last batch of 1 (1 + 0),
+    7 validation windows (4 + 3); random bytes, so that every training window is distinct.
+
+    Returns the history, the final parameters (flat) and the training rows this process fed to the model, per step.
+    """
+    rng = np.random.default_rng(5)
+    stream = rng.integers(0, 256, 30_000).astype(np.uint8)
+    data = TokenData(stream[:25_000], stream[25_000:])
+    total = 16 * (8 * 3 + 3 * 3 + 1)  # 3 steps of 8, 3 of 3, then 1 sequence left
+
+    def schedule(step, seen):
+        return BatchPlan(3e-3, 8 if step < 3 else 3)
+
+    def fresh(seed):
+        torch.manual_seed(seed)
+        return TinyLM(MODEL).double()
+
+    rows: list[list[bytes]] = []
+
+    def record(module, args):
+        if module.training:
+            rows.append([r.numpy().tobytes() for r in args[0]])
+
+    base = dict(total_tokens=total, context_len=16, micro_batch_size=micro, eval_every_tokens=16 * 8, eval_tokens=112)
+    model = fresh(0)
+    if checkpoint is not None:  # stopped after 3 steps, resumed by a fresh model (other init) from the checkpoint
+        cfg = TrainConfig(**base, checkpoint_path=checkpoint, checkpoint_every_steps=1)
+        model.register_forward_pre_hook(record)
+        train_lm(model, data, schedule, cfg, max_steps=3)
+        model = fresh(99)
+    else:
+        cfg = TrainConfig(**base)
+    model.register_forward_pre_hook(record)
+    history = train_lm(model, data, schedule, cfg)
+    return history, torch.cat([p.detach().flatten() for p in model.parameters()]), rows
+
+
+def test_two_ranks_follow_one_rank_with_two_accumulation_steps(tmp_path):
+    """torchrun --nproc_per_node=2 (gloo) vs one process: same global batches, so the same trajectory.
+
+    Tolerance: float64, where the two differ only in the order of summing gradients (DDP's all-reduce of two
+    halves vs accumulation of micro-batches) and losses; 1e-9 is far above float64 rounding after 8 steps and far
+    below any real difference (one changed batch row moves the loss by ~1e-3).
+    """
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        env.pop(name, None)
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP_SCRIPT)
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
+    proc = subprocess.run(
+        [*launch, str(script), str(Path(__file__).parent), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    two = torch.load(tmp_path / "out.pt", weights_only=False)
+    history, params, rows = ddp_run(micro=2)  # one process: micro-batches of 2, i.e. 2 or 4 accumulation steps
+
+    assert two["history"]["batch_size"] == history.batch_size == [8, 8, 8, 3, 3, 3, 1]
+    assert two["history"]["tokens"] == history.tokens and two["history"]["eval_tokens"] == history.eval_tokens
+    np.testing.assert_allclose(two["history"]["train_loss"], history.train_loss, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(two["history"]["val_loss"], history.val_loss, rtol=0, atol=1e-9)
+    torch.testing.assert_close(two["params"], params, rtol=0, atol=1e-9)
+
+    # Disjoint shards: the rows rank 0 and rank 1 trained on never overlap, and together they are the one-process
+    # batches (34 distinct windows: 3 x 8 + 3 x 3 + 1). The one exception is the last step, whose single sequence
+    # goes to rank 0: rank 1 then joins the gradient all-reduce with a zero-weight forward of that same row.
+    rank0, rank1 = ([row for call in fed for row in call] for fed in two["rows"])
+    one = [row for call in rows for row in call]
+    assert len(one) == len(set(one)) == 34
+    assert set(rank0) & set(rank1) == {one[-1]} and rank1.count(one[-1]) == 1
+    assert sorted(rank0 + rank1) == sorted([*one, one[-1]])
+    assert len(rank0) == 4 * 3 + 2 * 3 + 1 and len(rank1) == 4 * 3 + 1 * 3 + 1  # shards 4 + 4, 2 + 1, 1 + 0

@@ -27,6 +27,11 @@ The contract every reproduction follows:
   source; ``evidence["thresholds"]`` lists them (:func:`iclr26.common.config.threshold`).
 - **Plots after the record.** :meth:`RunContext.save_plot` only registers a figure; the runner saves the plots after
   ``result.json`` is written, and a plot that fails to save is noted in the record, never loses the measurements.
+- **Data parallelism (opt-in).** A reproduction whose trainers run under ``torchrun`` (DDP through
+  :mod:`iclr26.common.distributed`) declares ``Experiment(..., data_parallel=True)``. Then every rank runs ``run``:
+  every rank computes every unit (a unit may hold collectives), rank 0's result of a unit is broadcast so that all
+  ranks continue alike, and only rank 0 writes units, the record, plots and checkpoints. On ``--resume`` rank 0
+  reads the finished units back and broadcasts them to every rank.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
 from iclr26.common.config import ExperimentConfig
+from iclr26.common.distributed import SINGLE, World, broadcast_object
 from iclr26.common.seeding import derive_seed, seed_everything
 
 C = TypeVar("C", bound=ExperimentConfig)
@@ -97,6 +103,8 @@ class RunContext:
         figures: plot name -> figure, registered by :meth:`save_plot`; the runner saves them after the record.
         units: keys of every unit of the run so far, in the order the run reached them.
         resumed_units: those of them read back from an earlier, interrupted run of this folder.
+        world: the processes of a data-parallel run (:mod:`iclr26.common.distributed`); only rank 0 writes files,
+            shows progress bars and logs.
     """
 
     out_dir: Path
@@ -105,6 +113,7 @@ class RunContext:
     figures: dict[str, Figure] = field(default_factory=dict)
     units: list[str] = field(default_factory=list)
     resumed_units: list[str] = field(default_factory=list)
+    world: World = SINGLE
 
     @property
     def plots(self) -> list[str]:
@@ -134,6 +143,10 @@ class RunContext:
         torch) are reseeded from the master seed and ``key``: an uninterrupted and a resumed run draw the same
         numbers everywhere.
 
+        In a data-parallel run every rank calls ``unit`` with the same key: rank 0 decides whether the unit is
+        finished (and reads it back), every rank computes an unfinished one, rank 0's result is broadcast and only
+        rank 0 stores it. Every rank returns rank 0's value, so all ranks take the same path afterwards.
+
         Args:
             key: a name unique within the run (letters, digits, ``_.=+-``, at most 64 characters), stable across
                 runs of one config, e.g. ``"train-kern-seed1"``.
@@ -150,14 +163,25 @@ class RunContext:
         if key in self.units:
             raise ValueError(f"unit key {key!r} is used twice in one run; every unit needs its own key")
         path = self.out_dir / UNITS_DIR / f"{key}.pkl"
-        if path.is_file():
-            with path.open("rb") as fh:
-                value = pickle.load(fh)["value"]
+        main, parallel = self.world.is_main, self.world.is_distributed
+        finished = path.is_file() if main else None
+        if parallel:
+            finished = broadcast_object(finished)  # rank 0's folder decides, shared file system or not
+        if finished:
+            value = None
+            if main:
+                with path.open("rb") as fh:
+                    value = pickle.load(fh)["value"]
+            if parallel:
+                value = broadcast_object(value)
             self.resumed_units.append(key)
         else:
             seed_everything(derive_seed(self.seed, "unit", key))
             value = compute()
-            _write_pickle_atomic(path, {"index": len(self.units), "value": value})
+            if parallel:
+                value = broadcast_object(value)  # every rank continues with rank 0's result
+            if main:
+                _write_pickle_atomic(path, {"index": len(self.units), "value": value})
         self.units.append(key)
         seed_everything(derive_seed(self.seed, "after-unit", key))
         return value
@@ -169,7 +193,7 @@ class RunContext:
             total=total,
             desc=desc,
             file=sys.stderr,
-            disable=self.quiet,
+            disable=self.quiet or not self.world.is_main,
             dynamic_ncols=True,
             mininterval=0.5,
             leave=False,
@@ -177,7 +201,7 @@ class RunContext:
 
     def log(self, message: str) -> None:
         """One line of progress information on stderr (kept out of progress bars' way)."""
-        if not self.quiet:
+        if not self.quiet and self.world.is_main:
             tqdm.write(message, file=sys.stderr)
 
 
@@ -198,7 +222,16 @@ def _write_pickle_atomic(path: Path, data: Any) -> None:
 
 @dataclass(frozen=True)
 class Experiment(Generic[C]):
-    """A reproduction entry point: its config class and its ``run(config, ctx) -> Outcome`` function."""
+    """A reproduction entry point: its config class and its ``run(config, ctx) -> Outcome`` function.
+
+    Attributes:
+        config_cls: the config dataclass (scales, ``--set``).
+        run: the reproduction.
+        data_parallel: whether ``run`` may be started under ``torchrun`` with more than one process (its trainers
+            shard data and average gradients through :mod:`iclr26.common.distributed`); a module without it is
+            refused there before any work.
+    """
 
     config_cls: type[C]
     run: Callable[[C, RunContext], Outcome]
+    data_parallel: bool = False

@@ -16,11 +16,30 @@ One step of :func:`train_lm`:
 Resuming from the checkpoint (model, optimizer, sampling generator, counters, history) continues bit-identically on
 the CPU.
 
-Glossary: ``B`` sequences in a batch, ``T`` = ``context_len``.
+Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) the same loop is data parallel
+with DistributedDataParallel, and the config's batch stays the global batch:
+
+- every rank draws the same global batch from the shared sampling generator (seeded with ``seed`` on every rank, as
+  ``DistributedSampler`` seeds its permutation) and keeps its contiguous shard of ``B / world_size`` sequences
+  (:func:`~iclr26.common.distributed.shard_range`); so per-rank batch = global batch / (world size × accumulation
+  steps), the accumulation steps being the rank's micro-batches of at most ``micro_batch_size``;
+- each micro-batch loss is weighted by ``world_size ×`` its share of the global batch and DDP averages the gradients
+  over the ranks in the last micro-batch's backward (``no_sync`` before it), so the gradient is again the global
+  batch's mean-loss gradient: a 2-rank step equals a 1-rank step with 2 accumulation steps up to float summation
+  order (tests/test_distributed.py states the tolerance);
+- the logged training loss and every validation loss are summed over the ranks (validation windows sharded by rank);
+- rank-local randomness (dropout) draws from a per-rank seed (:func:`~iclr26.common.distributed.rank_seed`), and the
+  global generators are restored after training, so code after :func:`train_lm` runs alike on every rank;
+- only rank 0 writes the checkpoint; on a resume rank 0 reads it and broadcasts it.
+
+Module buffers are not synchronised after the start (``forward_sync_buffers=False``): TinyLM's are constant
+tables or statistics, such as an MoE layer's assignment counts, which then count the rank's own shard.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import math
 import os
 import time
@@ -34,6 +53,7 @@ from torch import Tensor, nn
 
 from iclr26.common.config import require
 from iclr26.common.corpus import Corpus
+from iclr26.common.distributed import all_reduce_sum, broadcast_object, current_world, rank_seed, shard_range
 
 
 class BatchPlan(NamedTuple):
@@ -209,17 +229,28 @@ class TrainingDiverged(FloatingPointError):
 
 @torch.no_grad()
 def evaluate(model: nn.Module, data: TokenData, context_len: int, n_tokens: int, micro_batch_size: int) -> float:
-    """Mean next-token cross-entropy (nats) over the fixed validation windows (model put back in its mode)."""
+    """Mean next-token cross-entropy (nats) over the fixed validation windows (model put back in its mode).
+
+    Under torchrun every rank evaluates its shard of the windows and the sums are reduced over the ranks (every rank
+    must call it), giving the mean over all windows.
+    """
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    windows = data.eval_windows(context_len, n_tokens).to(device)  # (N, T + 1)
+    windows = data.eval_windows(context_len, n_tokens)  # (N, T + 1)
+    world = current_world()
+    if world.is_distributed:
+        shard = shard_range(len(windows), world.rank, world.size)
+        windows = windows[shard.start : shard.stop]
+    windows = windows.to(device)
     total, count = 0.0, 0
     for chunk in windows.split(micro_batch_size):
         out = model(chunk[:, :-1], chunk[:, 1:])
         total += out.loss.item() * chunk[:, 1:].numel()
         count += chunk[:, 1:].numel()
     model.train(was_training)
+    if world.is_distributed:
+        total, count = all_reduce_sum([total, count])
     return total / count
 
 
@@ -272,14 +303,38 @@ def train_lm(
         TrainingDiverged: if the training loss becomes NaN or infinite.
         ValueError: if the schedule returns a non-positive batch size or a negative / non-finite LR.
     """
-    generator = torch.Generator().manual_seed(config.seed)
+    world = current_world()
+    if not world.is_distributed:
+        return _train(model, data, schedule, config, progress=progress, max_steps=max_steps)
+    device = next(model.parameters()).device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(rank_seed(config.seed, world.rank))  # rank-local randomness (dropout) differs by rank
+        return _train(model, data, schedule, config, progress=progress, max_steps=max_steps)
+
+
+def _train(
+    model: nn.Module,
+    data: TokenData,
+    schedule: Schedule,
+    config: TrainConfig,
+    *,
+    progress: Any | None,
+    max_steps: int | None,
+) -> TrainHistory:
+    world = current_world()
+    generator = torch.Generator().manual_seed(config.seed)  # the same on every rank: one global batch, sharded
     optimizer = make_optimizer(model, config)
     base_weight_decay = [group["weight_decay"] for group in optimizer.param_groups]  # before a resume overwrites them
     weight_decay_multiplier = getattr(schedule, "weight_decay_multiplier", None)
     history = TrainHistory()
     ckpt = Path(config.checkpoint_path) if config.checkpoint_path else None
-    if ckpt is not None and ckpt.is_file():
-        state = torch.load(ckpt, weights_only=False, map_location="cpu")  # optimizer state follows the params
+    resume = ckpt is not None and world.is_main and ckpt.is_file()
+    if world.is_distributed:
+        resume = broadcast_object(resume)  # rank 0 reads the checkpoint and sends it to the others
+    if resume:
+        state = torch.load(ckpt, weights_only=False, map_location="cpu") if world.is_main else None
+        if world.is_distributed:
+            state = broadcast_object(state)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         generator.set_state(state["generator"])
@@ -287,6 +342,20 @@ def train_lm(
     flops_per_token = model.flops_per_token(config.context_len) if hasattr(model, "flops_per_token") else 0.0
     T = config.context_len
     device = next(model.parameters()).device  # batches follow the model (a GPU run moves the model first)
+    net = model
+    if world.is_distributed:  # gradients averaged over the ranks; rank 0's initial weights broadcast to all
+        ddp = nn.parallel.DistributedDataParallel
+        no_buffer_sync = (  # newer torch renames the option
+            {"forward_sync_buffers": False}
+            if "forward_sync_buffers" in inspect.signature(ddp.__init__).parameters
+            else {"broadcast_buffers": False}
+        )
+        net = ddp(
+            model,
+            device_ids=[device.index] if device.type == "cuda" else None,
+            find_unused_parameters=True,  # an MoE expert may receive no token in a step
+            **no_buffer_sync,
+        )
     model.train()
     if progress is not None and history.tokens_seen:
         progress.update(history.tokens_seen)
@@ -315,14 +384,27 @@ def train_lm(
             group["lr"] = plan.lr
             group["weight_decay"] = wd * wd_scale
         x, y = data.sample(batch, T, generator)  # Step 3: (B, T) each, drawn on the CPU for reproducibility
+        empty_shard = False
+        if world.is_distributed:  # this rank's contiguous shard of the global batch
+            shard = shard_range(batch, world.rank, world.size)
+            empty_shard = len(shard) == 0  # a cut last batch smaller than the world: join the all-reduce with 0
+            rows = slice(shard.start, shard.stop) if not empty_shard else slice(0, 1)
+            x, y = x[rows], y[rows]
         x, y = x.to(device), y.to(device)
         optimizer.zero_grad(set_to_none=True)
         loss_sum = 0.0
-        for xs, ys in zip(x.split(config.micro_batch_size), y.split(config.micro_batch_size), strict=True):
-            out = model(xs, ys)  # Step 4: micro-batch loss weighted by its share of the batch
-            loss = (out.loss + out.aux_loss) * (xs.shape[0] / batch)
-            loss.backward()
-            loss_sum += out.loss.item() * xs.shape[0] / batch
+        micro = list(zip(x.split(config.micro_batch_size), y.split(config.micro_batch_size), strict=True))
+        for i, (xs, ys) in enumerate(micro):
+            # Step 4: micro-batch loss weighted by its share of the batch (times the world size: DDP averages).
+            weight = 0.0 if empty_shard else xs.shape[0] / batch
+            sync = net is model or i == len(micro) - 1
+            with contextlib.nullcontext() if sync else net.no_sync():
+                out = net(xs, ys)
+                loss = (out.loss + out.aux_loss) * (weight * world.size)
+                loss.backward()
+            loss_sum += 0.0 if empty_shard else out.loss.item() * xs.shape[0] / batch  # as one process sums it
+        if world.is_distributed:
+            (loss_sum,) = all_reduce_sum([loss_sum])
         if not math.isfinite(loss_sum):
             raise TrainingDiverged(f"training loss is {loss_sum} at step {step} (lr={plan.lr}, batch={batch})")
         if config.grad_clip is not None:  # Step 5
@@ -351,8 +433,9 @@ def train_lm(
         if ckpt is not None and config.checkpoint_every_steps and (step + 1) % config.checkpoint_every_steps == 0:
             history.wall_time_s += time.perf_counter() - t_start
             t_start = time.perf_counter()
-            _save_checkpoint(ckpt, model, optimizer, generator, history)
+            if world.is_main:
+                _save_checkpoint(ckpt, model, optimizer, generator, history)
     history.wall_time_s += time.perf_counter() - t_start
-    if ckpt is not None:
+    if ckpt is not None and world.is_main:
         _save_checkpoint(ckpt, model, optimizer, generator, history)
     return history

@@ -723,4 +723,4 @@ def _plot_lr_sweep(tuned: dict[str, Any], names: list[str], peak_lrs: tuple[floa
     ctx.save_plot(fig, "lr_sweep.png")
 
 
-EXPERIMENT = Experiment(config_cls=KernConfig, run=run)
+EXPERIMENT = Experiment(config_cls=KernConfig, run=run, data_parallel=True)

@@ -784,4 +784,4 @@ def _amount(n: float) -> str:
     return f"{n:g}"
 
 
-EXPERIMENT = Experiment(config_cls=SeesawConfig, run=run)
+EXPERIMENT = Experiment(config_cls=SeesawConfig, run=run, data_parallel=True)

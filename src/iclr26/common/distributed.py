@@ -1,0 +1,262 @@
+"""Data parallelism under ``torchrun``: the world from the environment, the process group, seeds, shards, reductions.
+
+``torchrun --nproc_per_node=N -m iclr26 run M ...`` starts N copies of the command; each reads its place in the
+world from the environment torchrun sets (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``). The CLI then
+
+1. checks that module ``M`` supports data parallelism (:attr:`iclr26.common.experiment.Experiment.data_parallel`),
+   before any work;
+2. joins the process group (:func:`init_process_group`): NCCL for CUDA tensors, each rank on ``cuda:LOCAL_RANK``;
+   gloo for CPU tensors. Every collective has a timeout, so a rank that died or hangs ends the run
+   with an error naming the timeout instead of a hang;
+3. runs the reproduction on every rank: rank 0 creates the run folder and broadcasts it (:func:`broadcast_object`),
+   every rank computes every unit of work (a unit may be collective), only rank 0 writes files.
+
+Inside a trainer: per-rank seeds for rank-local randomness such as dropout (:func:`rank_seed`), each rank's shard of
+a batch or data set (:func:`shard_range`, the contiguous split :class:`torch.utils.data.DistributedSampler` makes
+without padding), gradients averaged by :class:`torch.nn.parallel.DistributedDataParallel`, and metrics reduced
+across ranks (:func:`all_reduce_sum`). Everything goes through ``torch.distributed``; without a process group every
+helper is the identity of a one-process world, so single-process code paths are unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import torch
+import torch.distributed as dist
+
+from iclr26.common.seeding import derive_seed
+
+T = TypeVar("T")
+
+#: Seconds a collective waits for the other ranks before the run fails (``$ICLR26_DIST_TIMEOUT_S`` overrides it).
+DEFAULT_TIMEOUT_S = 600.0
+TIMEOUT_ENV = "ICLR26_DIST_TIMEOUT_S"
+
+
+class DistributedError(ValueError):
+    """A data-parallel launch that cannot run: a malformed torchrun environment or a module without support."""
+
+
+@dataclass(frozen=True)
+class World:
+    """This process's place among the processes of one run.
+
+    Attributes:
+        rank: global rank, 0 .. size - 1 (rank 0 writes the run's files).
+        size: number of processes (``WORLD_SIZE``).
+        local_rank: rank on this machine; the CUDA device index of a GPU run.
+    """
+
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this process is rank 0, the one that writes files."""
+        return self.rank == 0
+
+    @property
+    def is_distributed(self) -> bool:
+        """Whether the run has more than one process."""
+        return self.size > 1
+
+
+SINGLE = World()
+
+
+def world_from_env(environ: Mapping[str, str] | None = None) -> World:
+    """The world torchrun describes in ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (a one-process world without them).
+
+    Raises:
+        DistributedError: naming the variable, if one is not a non-negative integer or the ranks lie outside the
+            world.
+    """
+    env = os.environ if environ is None else environ
+    if "WORLD_SIZE" not in env:
+        return SINGLE
+    values = {}
+    for name, default in (("WORLD_SIZE", None), ("RANK", None), ("LOCAL_RANK", "0")):
+        text = env.get(name, default)
+        if text is None or not text.strip().isdigit():
+            raise DistributedError(
+                f"environment variable {name} must be a non-negative integer under torchrun, got {text!r}"
+            )
+        values[name] = int(text)
+    size, rank, local = values["WORLD_SIZE"], values["RANK"], values["LOCAL_RANK"]
+    if size < 1 or rank >= size:
+        raise DistributedError(f"environment variables RANK={rank}, WORLD_SIZE={size}: need 0 <= RANK < WORLD_SIZE")
+    return World(rank=rank, size=size, local_rank=local)
+
+
+def timeout_s(environ: Mapping[str, str] | None = None) -> float:
+    """The collective timeout: ``$ICLR26_DIST_TIMEOUT_S`` or :data:`DEFAULT_TIMEOUT_S`.
+
+    Raises:
+        DistributedError: naming the variable, for a value that is not a positive number.
+    """
+    env = os.environ if environ is None else environ
+    text = env.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise DistributedError(f"environment variable {TIMEOUT_ENV} must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def init_process_group(world: World, *, timeout: float | None = None) -> torch.device | None:
+    """Join the run's process group (``env://`` rendezvous, as torchrun sets it up).
+
+    With CUDA this rank takes ``cuda:LOCAL_RANK`` (so a config's ``device=cuda`` means this rank's GPU) and the group
+    has two backends, NCCL for CUDA tensors and gloo for CPU tensors; without CUDA it is gloo alone. A config that
+    trains on the CPU therefore runs on gloo on any machine, and the group can be joined before the config is known
+    (a resumed run reads its config from rank 0's ``run.json``).
+
+    Args:
+        world: this process's place (:func:`world_from_env`).
+        timeout: seconds a collective waits for the other ranks (default: :func:`timeout_s`).
+
+    Returns:
+        This rank's CUDA device, or None without CUDA.
+
+    Raises:
+        DistributedError: if the machine has fewer visible GPUs than ``LOCAL_RANK + 1``.
+    """
+    device = None
+    backend = "gloo"
+    if torch.cuda.is_available():
+        if world.local_rank >= torch.cuda.device_count():
+            raise DistributedError(
+                f"LOCAL_RANK={world.local_rank} but this machine shows {torch.cuda.device_count()} CUDA device(s); "
+                "start at most one process per GPU (torchrun --nproc_per_node)"
+            )
+        torch.cuda.set_device(world.local_rank)
+        device, backend = torch.device("cuda", world.local_rank), "cpu:gloo,cuda:nccl"
+    if not dist.is_initialized():
+        seconds = timeout_s() if timeout is None else timeout
+        dist.init_process_group(
+            backend=backend, rank=world.rank, world_size=world.size, timeout=timedelta(seconds=seconds)
+        )
+    return device
+
+
+def destroy_process_group() -> None:
+    """Leave the process group (no-op without one)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def current_world() -> World:
+    """The world of the initialised process group (rank, size, ``LOCAL_RANK``), or a one-process world."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return SINGLE
+    local = os.environ.get("LOCAL_RANK", "0")
+    return World(rank=dist.get_rank(), size=dist.get_world_size(), local_rank=int(local) if local.isdigit() else 0)
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    """The seed of rank-local randomness (dropout, noise): derived from the master ``seed`` and ``rank``.
+
+    Data order is not rank-local: every rank draws the same global batch from the master seed and keeps its shard
+    (:func:`shard_range`), as :class:`~torch.utils.data.DistributedSampler` permutes with one seed on every rank.
+    """
+    return derive_seed(seed, "rank", rank) % 2**63
+
+
+def shard_range(n: int, rank: int, size: int) -> range:
+    """The indices of rank ``rank``'s shard of ``n`` items: contiguous, sizes differing by at most one.
+
+    The shards of ranks 0 .. size - 1 are disjoint and cover ``range(n)`` in order, so concatenating them gives the
+    unsharded batch (which is what makes a 2-rank step equal a 1-rank step with 2 accumulation steps).
+
+    Raises:
+        ValueError: for ``n < 0`` or a rank outside ``[0, size)``.
+    """
+    if n < 0:
+        raise ValueError(f"n must be non-negative, got {n}")
+    if not 0 <= rank < size:
+        raise ValueError(f"rank must lie in [0, size={size}), got {rank}")
+    base, extra = divmod(n, size)
+    start = rank * base + min(rank, extra)
+    return range(start, start + base + (1 if rank < extra else 0))
+
+
+def all_reduce_sum(values: Sequence[float] | torch.Tensor, *, device: torch.device | str = "cpu") -> list[float]:
+    """Sum ``values`` elementwise over all ranks (float64); the values themselves without a process group.
+
+    Args:
+        values: this rank's numbers (e.g. ``[loss_sum, token_count]``).
+        device: where the reduction runs (the rank's CUDA device under NCCL).
+
+    Returns:
+        The sums, the same on every rank.
+    """
+    tensor = torch.as_tensor(values, dtype=torch.float64).reshape(-1).to(device)
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor.cpu().tolist()
+
+
+def broadcast_object(value: T | None, *, src: int = 0) -> T:
+    """Rank ``src``'s ``value`` on every rank (any picklable object; the other ranks' ``value`` is ignored)."""
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return value  # type: ignore[return-value]
+    box = [value]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+
+
+def on_main(compute: Callable[[], T]) -> T:
+    """Run ``compute`` on rank 0 only and return its result on every rank; its exception is raised on every rank.
+
+    For work that touches shared files once (creating the run folder, reading ``run.json``): the other ranks wait
+    in the broadcast and then fail with the same error, so a refused run exits alike on all ranks.
+    """
+    world = current_world()
+    if not world.is_distributed:
+        return compute()
+    outcome: tuple[bool, Any] | None = None
+    if world.is_main:
+        try:
+            outcome = (True, compute())
+        except Exception as err:  # noqa: BLE001 - re-raised on every rank below
+            outcome = (False, err)
+    ok, payload = broadcast_object(outcome)
+    if not ok:
+        raise payload
+    return payload
+
+
+def barrier() -> None:
+    """Wait for every rank (no-op without a process group)."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "SINGLE",
+    "TIMEOUT_ENV",
+    "DistributedError",
+    "World",
+    "all_reduce_sum",
+    "barrier",
+    "broadcast_object",
+    "current_world",
+    "destroy_process_group",
+    "init_process_group",
+    "on_main",
+    "rank_seed",
+    "shard_range",
+    "timeout_s",
+    "world_from_env",
+]
