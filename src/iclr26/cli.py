@@ -211,9 +211,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _run_one(args.module, args)
     init_process_group(world)  # NCCL/gloo with a timeout: a dead or hung rank ends the run with an error
     try:
-        return _run_one(args.module, args)
-    finally:
+        code = _run_one(args.module, args)
+    except BaseException:
         destroy_process_group()
+        raise
+    # Leave together: a rank that tears gloo down while its peer still works (rank 0 writing the record) could abort
+    # the peer in gloo's worker threads ("terminate called without an active exception", seen once in CI).
+    destroy_process_group(synchronise=True)
+    return code
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ helper is the identity of a one-process world, so single-process code paths are 
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -149,10 +150,20 @@ def init_process_group(world: World, *, timeout: float | None = None) -> torch.d
     return device
 
 
-def destroy_process_group() -> None:
-    """Leave the process group (no-op without one)."""
-    if dist.is_initialized():
-        dist.destroy_process_group()
+def destroy_process_group(*, synchronise: bool = False) -> None:
+    """Leave the process group (no-op without one).
+
+    Args:
+        synchronise: first wait for every rank at a barrier and free unreachable objects (a DDP reducer's pending
+            work), so no rank tears its gloo threads down while a peer still communicates. Only on a path every
+            rank takes: after an error the peers may never arrive, and the barrier would wait out the timeout.
+    """
+    if not dist.is_initialized():
+        return
+    if synchronise:
+        gc.collect()
+        dist.barrier()
+    dist.destroy_process_group()
 
 
 def current_world() -> World:
