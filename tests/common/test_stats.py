@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from iclr26.common.stats import paired_t
+from iclr26.common.stats import margin_test, paired_t
 
 
 def test_three_seeds_by_hand():
@@ -120,3 +120,27 @@ def test_exact_and_numpy_moments_agree_and_pairs_equal_differences():
 def test_errors_name_the_problem(args, kwargs, message):
     with pytest.raises(ValueError, match=message):
         paired_t(*args, **kwargs)
+
+
+def test_margin_rule_by_hand():
+    # d = (1, 2, 3): mean 2, one-sided 95% lower bound 0.314146 (above), upper 2 + 1.685854 = 3.685854, half-width
+    # 2.484138. Improvement: margin 1.9 < 2 and 0.314 > 0 pass; margin 2 does not (the mean must exceed it).
+    r = margin_test([1.0, 2.0, 3.0], margin=1.9, confidence=0.95)
+    assert r.passes and r.mean == 2.0
+    assert (r.lower_bound, r.upper_bound, r.ci95_halfwidth) == pytest.approx((0.314146, 3.685854, 2.484138), abs=1e-6)
+    assert not margin_test([1.0, 2.0, 3.0], margin=2.0, confidence=0.95).passes
+    # the sign must be established: d = (-1, 2, 5) has mean 2 > 1 but sd 3, lower 2 - 2.919986 * 3 / sqrt(3) < 0
+    assert not margin_test([-1.0, 2.0, 5.0], margin=1.0, confidence=0.95).passes
+    # non-inferiority: upper bound 3.685854 must lie below the margin
+    assert margin_test([1.0, 2.0, 3.0], margin=3.7, confidence=0.95, kind="noninferior").passes
+    assert not margin_test([1.0, 2.0, 3.0], margin=3.6, confidence=0.95, kind="noninferior").passes
+    assert r.record() == {"per_seed": [1.0, 2.0, 3.0], "mean": 2.0, "lower_bound": r.lower_bound,
+                          "upper_bound": r.upper_bound, "ci95_halfwidth": r.ci95_halfwidth, "passes": True}  # fmt: skip
+
+
+def test_margin_rule_decides_nothing_on_one_seed_or_a_nan():
+    for diffs in ([5.0], [1.0, math.nan]):
+        r = margin_test(diffs, margin=0.0, confidence=0.95)
+        assert not r.passes and r.lower_bound is None and r.upper_bound is None and r.ci95_halfwidth is None
+    with pytest.raises(ValueError, match="kind"):
+        margin_test([1.0, 2.0], margin=0.0, confidence=0.95, kind="better")

@@ -16,7 +16,6 @@ from iclr26.dexploration.experiment import (
     _outcome,
     conjecture_statement,
     is_nontrivial,
-    paired,
 )
 from iclr26.dexploration.kernel import Z3Kernel
 from iclr26.dexploration.logic import fact
@@ -76,12 +75,6 @@ def test_conjecture_statement_reasons():
     assert conjecture_statement("INTRO x ; GOAL x <= 1 ;".split())[2] == "no_hypothesis"
     binders, goal, reason = conjecture_statement("INTRO x ; HYP x <= 1 ; GOAL 2 * x <= 2 ;".split())
     assert reason is None and goal == fact("2 * x <= 2") and [b.name for b in binders] == ["x", "h1"]
-
-
-def test_paired_test_needs_the_margin_and_a_positive_lower_bound():
-    assert paired([0.3, 0.4, 0.35], margin=0.0, confidence=0.95).passes
-    assert not paired([0.3, -0.4, 0.1], margin=0.0, confidence=0.95).passes  # interval includes 0
-    assert not paired([0.3], margin=0.0, confidence=0.95).passes  # one seed: no interval
 
 
 def _arm(valid: int, tokens: int, coq: tuple[int, int]) -> ArmResult:

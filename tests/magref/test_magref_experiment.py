@@ -1,4 +1,4 @@
-"""The config's checks, the verdict's paired rule, and a smoke run through the CLI with an official prompt file."""
+"""The config's checks and a smoke run through the CLI with an official prompt file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from PIL import Image
 
 from iclr26 import cli
 from iclr26.common.config import ConfigError
-from iclr26.magref.experiment import MAGREFConfig, paired
+from iclr26.magref.experiment import MAGREFConfig
 
 
 def test_config_rejects_bad_values():
@@ -36,14 +36,6 @@ def test_data_key_validates_the_prompt_file(tmp_path):
     zero.write_text("k@@a red square\n")
     with pytest.raises(ConfigError, match="'data'.*no reference"):
         MAGREFConfig(data=zero)
-
-
-def test_paired_rule_needs_the_margin_and_a_positive_lower_bound():
-    assert paired([0.10, 0.12, 0.11], margin=0.0, confidence=0.95).passes
-    assert not paired([0.10, 0.12, 0.11], margin=0.2, confidence=0.95).passes  # below the margin
-    assert not paired([0.5, -0.4, 0.1], margin=0.0, confidence=0.95).passes  # interval includes 0
-    single = paired([0.5], margin=0.0, confidence=0.95)
-    assert single.lower is None and not single.passes
 
 
 def test_smoke_run_with_user_prompts(tmp_path):

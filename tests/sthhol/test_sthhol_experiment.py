@@ -10,7 +10,7 @@ import torch
 
 from iclr26 import cli
 from iclr26.common.config import ConfigError
-from iclr26.sthhol.experiment import STHHOLConfig, historical_average, paired
+from iclr26.sthhol.experiment import STHHOLConfig, historical_average
 from iclr26.sthhol.model import STHHOL, sthhol_loss
 
 
@@ -53,14 +53,6 @@ def test_historical_average_hand_value():
     counts = np.array([[[1.0, 3.0, 5.0, 7.0]]])  # (N=1, C=1, T=4)
     # day 2: mean(1, 3) = 2; day 3: mean(1, 3, 5) = 3
     assert np.allclose(historical_average(counts, 2)[:, 0, 0], [2.0, 3.0])
-
-
-def test_paired_test_needs_the_margin_and_a_positive_lower_bound():
-    assert paired([0.10, 0.12, 0.11], margin=0.03, confidence=0.95).passes
-    assert not paired([0.02, 0.025, 0.021], margin=0.03, confidence=0.95).passes  # below the margin
-    assert not paired([0.5, -0.4, 0.1], margin=0.03, confidence=0.95).passes  # interval includes 0
-    single = paired([0.5], margin=0.03, confidence=0.95)
-    assert single.lower is None and not single.passes
 
 
 def test_config_rejects_bad_values():

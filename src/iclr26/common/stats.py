@@ -14,6 +14,13 @@ t with ``n − 1`` degrees of freedom:
 
 Dimension letters: ``S`` seeds (the paired axis, always axis 0), ``...`` any trailing shape analysed element-wise.
 
+A verdict of the form "the method beats the baseline by more than a margin" (or "is no worse than it within a
+margin") is :func:`margin_test` on top of :func:`paired_t`:
+
+- ``"improvement"`` passes when ``d̄ > margin`` **and** the one-sided lower bound ``d̄ − t_{c, n−1} · se > 0``
+  (the effect is large enough and its sign is established at confidence ``c``);
+- ``"noninferior"`` passes when the one-sided upper bound ``d̄ + t_{c, n−1} · se < margin``.
+
 Degenerate cases are defined, never NaN:
 
 - ``n = 0`` raises :class:`ValueError`;
@@ -35,7 +42,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-__all__ = ["PairedT", "paired_t"]
+__all__ = ["MarginTest", "PairedT", "margin_test", "paired_t"]
 
 
 @dataclass(frozen=True)
@@ -162,3 +169,68 @@ def _result(n, mean, sd, se, half, lo, hi, lower, p_two, p_greater, wins, level,
 
     return PairedT(n, out(mean), out(sd), out(se), out(half), out(lo), out(hi), out(lower), out(p_two),
                    out(p_greater), out(wins), float(level), float(confidence), float(null))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MarginTest:
+    """A margin rule over per-seed differences (module docstring); the fields are the record's keys (:meth:`record`).
+
+    Attributes:
+        per_seed: the per-seed differences ``d_i``.
+        mean: ``d̄``.
+        lower_bound: one-sided lower bound at the rule's confidence; None with fewer than two seeds or a non-finite
+            mean.
+        upper_bound: one-sided upper bound ``2 d̄ − lower`` (the bound is symmetric); None as ``lower_bound``.
+        ci95_halfwidth: half-width of the two-sided 95% interval; None as ``lower_bound``.
+        passes: the rule's outcome; False whenever the bounds are None (one seed decides nothing).
+    """
+
+    per_seed: list[float]
+    mean: float
+    lower_bound: float | None
+    upper_bound: float | None
+    ci95_halfwidth: float | None
+    passes: bool
+
+    def record(self) -> dict[str, object]:
+        """The test as a record entry (plain JSON types)."""
+        return {
+            "per_seed": list(self.per_seed),
+            "mean": self.mean,
+            "lower_bound": self.lower_bound,
+            "upper_bound": self.upper_bound,
+            "ci95_halfwidth": self.ci95_halfwidth,
+            "passes": self.passes,
+        }
+
+
+def margin_test(
+    diffs: Sequence[float],
+    *,
+    margin: float,
+    confidence: float,
+    kind: Literal["improvement", "noninferior"] = "improvement",
+) -> MarginTest:
+    """The margin rule of the module docstring on per-seed differences ``diffs`` (method − baseline, per seed).
+
+    Args:
+        diffs: per-seed differences, oriented so that larger is better for ``"improvement"`` and smaller is better
+            for ``"noninferior"``.
+        margin: the margin, fixed before the run (a config threshold with its source).
+        confidence: confidence of the one-sided bounds, in (0, 1).
+        kind: ``"improvement"`` (``d̄ > margin`` and lower bound > 0) or ``"noninferior"`` (upper bound < margin).
+
+    Raises:
+        ValueError: on a ``confidence`` outside (0, 1) or an unknown ``kind`` (no seeds: a failed test, mean NaN).
+    """
+    if kind not in ("improvement", "noninferior"):
+        raise ValueError(f"kind must be 'improvement' or 'noninferior', got {kind!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    values = [float(d) for d in diffs]
+    if len(values) < 2 or not all(map(math.isfinite, values)):  # one seed or a failed seed: no evidence
+        return MarginTest(values, statistics.fmean(values) if values else math.nan, None, None, None, False)
+    t = paired_t(values, level=0.95, confidence=confidence, moments="exact")
+    lower, upper = float(t.lower), float(2 * t.mean - t.lower)
+    passes = (t.mean > margin and lower > 0) if kind == "improvement" else upper < margin
+    return MarginTest(values, float(t.mean), lower, upper, float(t.half_width), bool(passes))

@@ -41,7 +41,7 @@ from iclr26.common.config import ConfigError, ExperimentConfig, require, thresho
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
-from iclr26.common.stats import paired_t
+from iclr26.common.stats import MarginTest, margin_test
 
 
 def _opt(default: Any, help_text: str) -> Any:
@@ -329,25 +329,6 @@ def _run_ctp(config: DExplorationConfig, trained, seed: int) -> ArmResult:  # no
                      Counter({"conjectured": len(samples)}))  # fmt: skip
 
 
-@dataclass(frozen=True)
-class PairedTest:
-    """A paired comparison over seeds: per-seed values, mean, one-sided lower bound, 95% half-width, pass."""
-
-    per_seed: list[float]
-    mean: float
-    lower_bound: float | None
-    ci95_halfwidth: float | None
-    passes: bool
-
-
-def paired(diffs: list[float], *, margin: float, confidence: float) -> PairedTest:
-    """Passes when the seed mean exceeds ``margin`` and the one-sided lower bound exceeds 0 (n >= 2 seeds)."""
-    t = paired_t(diffs, level=0.95, confidence=confidence, moments="exact")
-    if t.n < 2:
-        return PairedTest(diffs, t.mean, None, None, False)
-    return PairedTest(diffs, t.mean, t.lower, t.half_width, bool(t.mean > margin and t.lower > 0))
-
-
 def run(config: DExplorationConfig, ctx: RunContext) -> Outcome:
     """Run the reproduction (module docstring) and judge the claim."""
     from iclr26.dexploration.agent import conjecture_sequence, explorer_sequence
@@ -416,9 +397,9 @@ def _outcome(config: DExplorationConfig, ctx: RunContext, results: dict[str, lis
              losses: dict[str, list[list[float]]], wall: float) -> Outcome:  # fmt: skip
     """Metrics, paired tests, plots and the verdict (module docstring, step 5)."""
     dx, ctp, ctl = results["dexplorer"], results["ctp"], results["unchecked"]
-    success = paired([a.success_rate - b.success_rate for a, b in zip(dx, ctp, strict=True)],
+    success = margin_test([a.success_rate - b.success_rate for a, b in zip(dx, ctp, strict=True)],
                      margin=config.success_margin, confidence=config.confidence)  # fmt: skip
-    cost = paired([math.log(b.tokens_per_valid / a.tokens_per_valid) if a.tokens and b.tokens else 0.0
+    cost = margin_test([math.log(b.tokens_per_valid / a.tokens_per_valid) if a.tokens and b.tokens else 0.0
                    for a, b in zip(dx, ctp, strict=True)], margin=config.token_margin,
                   confidence=config.confidence)  # fmt: skip
     dx_checked, dx_accepted = sum(r.coq_checked for r in dx), sum(r.coq_accepted for r in dx)
@@ -441,7 +422,7 @@ def _outcome(config: DExplorationConfig, ctx: RunContext, results: dict[str, lis
     }  # fmt: skip
     _plot(ctx, results)
 
-    def fmt(x: PairedTest, pct: bool) -> str:
+    def fmt(x: MarginTest, pct: bool) -> str:
         v = f"{x.mean:+.1%}" if pct else f"{x.mean:+.2f}"
         ci = "" if x.ci95_halfwidth is None else (f" ± {x.ci95_halfwidth:.1%}" if pct else f" ± {x.ci95_halfwidth:.2f}")
         return v + ci

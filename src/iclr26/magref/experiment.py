@@ -37,7 +37,7 @@ from iclr26.common.config import ConfigError, ExperimentConfig, require, thresho
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
-from iclr26.common.stats import paired_t
+from iclr26.common.stats import MarginTest, margin_test
 from iclr26.magref.data import ROLES, VOCAB, load_prompt_file, prompt_tokens
 from iclr26.magref.latent import CausalPatchify
 from iclr26.magref.masking import composite_canvas, downsample_mask, mask_channels, masked_guidance
@@ -317,25 +317,6 @@ def _run_arm(config: MAGREFConfig, arm: str, base: BaseRun, clf: tuple, seed: in
     )
 
 
-@dataclass(frozen=True)
-class PairedTest:
-    """A paired comparison over seeds: per-seed values, mean, one-sided lower bound, 95% half-width, passes."""
-
-    diffs: list[float]
-    mean: float
-    lower: float | None
-    ci95: float | None
-    passes: bool
-
-
-def paired(diffs: list[float], *, margin: float, confidence: float) -> PairedTest:
-    """Rule of the module docstring's step 4: mean > margin and one-sided lower bound > 0 (Student t over seeds)."""
-    t = paired_t(diffs, level=0.95, confidence=confidence, moments="exact")
-    if t.n < 2:
-        return PairedTest(diffs, t.mean, None, None, False)
-    return PairedTest(diffs, t.mean, t.lower, t.half_width, bool(t.mean > margin and t.lower > 0))
-
-
 def run(config: MAGREFConfig, ctx: RunContext) -> Outcome:
     """Run the reproduction (module docstring) and judge the claim."""
     start = time.perf_counter()
@@ -455,23 +436,23 @@ def _outcome(config, ctx, runs, gt, clf_acc, bases, user, wall) -> Outcome:  # n
     conf = config.confidence
     diff = lambda a, b: [x - y for x, y in zip(a, b, strict=True)]  # noqa: E731
     t = {
-        "id_magref_vs_vanilla": paired(
+        "id_magref_vs_vanilla": margin_test(
             diff(per_seed("magref", "id_sim"), per_seed("vanilla", "id_sim")), margin=config.id_margin, confidence=conf
         ),
-        "swap_reduction_disent": paired(
+        "swap_reduction_disent": margin_test(
             diff(per_seed("nodisent", "swapped"), per_seed("magref", "swapped")),
             margin=config.swap_margin,
             confidence=conf,
         ),
-        "swap_reduction_placebo": paired(
+        "swap_reduction_placebo": margin_test(
             diff(per_seed("nodisent", "swapped"), per_seed("placebo", "swapped")),
             margin=config.swap_margin,
             confidence=conf,
         ),
-        "id_magref_vs_t2v": paired(
+        "id_magref_vs_t2v": margin_test(
             diff(per_seed("magref", "id_sim"), per_seed("t2v", "id_sim")), margin=0.0, confidence=conf
         ),
-        "swap_reduction_vs_t2v": paired(
+        "swap_reduction_vs_t2v": margin_test(
             diff(per_seed("t2v", "swapped"), per_seed("magref", "swapped")), margin=0.0, confidence=conf
         ),
     }
@@ -492,29 +473,20 @@ def _outcome(config, ctx, runs, gt, clf_acc, bases, user, wall) -> Outcome:  # n
     truth = {key: float(np.mean([g[key] for g in gt])) for key in gt[0]}
     _plot(ctx, config, runs, arms_metrics, truth, bases)
 
-    def summary(x: PairedTest) -> dict[str, Any]:
-        return {
-            "per_seed": x.diffs,
-            "mean": x.mean,
-            "lower_bound": x.lower,
-            "ci95_halfwidth": x.ci95,
-            "passes": x.passes,
-        }
-
     evidence = {
-        **{name: summary(x) for name, x in t.items()},
+        **{name: x.record() for name, x in t.items()},
         "n_seeds": config.n_seeds,
         "n_eval_multi": config.n_eval_multi,
         "classifier_accuracy": clf_acc,
         "thresholds": {name: threshold(config, name) for name in ("id_margin", "swap_margin", "confidence")},
     }
 
-    def fmt(x: PairedTest, pct: bool = False) -> str:
+    def fmt(x: MarginTest, pct: bool = False) -> str:
         f = (lambda v: f"{v:+.1%}") if pct else (lambda v: f"{v:+.3f}")
         ci = (
-            f" ± {x.ci95:.1%}"
-            if pct and x.ci95 is not None
-            else (f" ± {x.ci95:.3f}" if x.ci95 is not None else " (one seed, no interval)")
+            f" ± {x.ci95_halfwidth:.1%}"
+            if pct and x.ci95_halfwidth is not None
+            else (f" ± {x.ci95_halfwidth:.3f}" if x.ci95_halfwidth is not None else " (one seed, no interval)")
         )
         return f"{f(x.mean)}{ci}"
 
@@ -532,7 +504,7 @@ def _outcome(config, ctx, runs, gt, clf_acc, bases, user, wall) -> Outcome:  # n
     metrics = {
         "arms": arms_metrics,
         "ground_truth": truth,
-        "tests": {k: summary(v) for k, v in t.items()},
+        "tests": {k: v.record() for k, v in t.items()},
         "base_final_loss": {k: float(np.mean(b.losses[-20:])) if b.losses else None for k, b in bases.items()},
     }
     if user is not None:

@@ -37,7 +37,7 @@ from iclr26.common.device import resolve_device
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, numpy_rng
-from iclr26.common.stats import paired_t
+from iclr26.common.stats import MarginTest, margin_test
 from iclr26.page4d.aggregator import MaskSchedule
 from iclr26.page4d.data import batch_tensors, load_sequences
 from iclr26.page4d.finetune import GroupSpec, apply_recipe, train_step, trainable_groups
@@ -308,43 +308,6 @@ def run_arm(config: Page4DConfig, arm: str, pre: Pretrained, seed: int, finetune
                      losses, frozen_ok, changed)  # fmt: skip
 
 
-@dataclass(frozen=True)
-class PairedTest:
-    """A paired comparison over seeds of per-seed values ``diffs``.
-
-    Attributes:
-        diffs: the per-seed values.
-        mean: their mean.
-        lower: one-sided lower confidence bound (None with one seed).
-        upper: one-sided upper confidence bound (None with one seed).
-        ci95: two-sided 95% interval half-width (None with one seed).
-        passes: for an improvement, mean > margin and lower > 0; for non-inferiority, upper < margin.
-    """
-
-    diffs: list[float]
-    mean: float
-    lower: float | None
-    upper: float | None
-    ci95: float | None
-    passes: bool
-
-
-def paired(diffs: list[float], *, margin: float, confidence: float, kind: str = "improvement") -> PairedTest:
-    """The paired Student-t test of the module docstring's step 4 (:func:`iclr26.common.stats.paired_t`).
-
-    ``kind="improvement"``: passes when the mean exceeds ``margin`` and the lower bound exceeds 0.
-    ``kind="noninferior"``: passes when the one-sided upper bound is below ``margin``.
-    """
-    if kind not in ("improvement", "noninferior"):
-        raise ValueError(f"kind must be 'improvement' or 'noninferior', got {kind!r}")
-    t = paired_t(diffs, level=0.95, confidence=confidence, moments="exact")
-    if t.n < 2 or not np.isfinite(t.mean):
-        return PairedTest(list(diffs), float(t.mean), None, None, None, False)
-    upper = float(2 * t.mean - t.lower)  # the bound is symmetric: mean + t·se
-    passes = (t.mean > margin and t.lower > 0) if kind == "improvement" else upper < margin
-    return PairedTest(list(diffs), float(t.mean), float(t.lower), upper, float(t.half_width), bool(passes))
-
-
 def _seed_mean(res: ArmResult, split: str, metric: str) -> float:
     vals = [v for v in getattr(res, split)[metric] if not np.isnan(v)]
     return float(np.mean(vals)) if vals else float("nan")
@@ -393,20 +356,20 @@ def _outcome(config: Page4DConfig, ctx: RunContext, pre: Pretrained, results: di
     dyn_depth = {a: per_seed(a, "dynamic", "absrel_dynamic") for a in ARMS}
     c = config.confidence
     t = {
-        "ate_vs_frozen": paired(_rel(ate["frozen"]["dynamic"], ate["page4d"]["dynamic"]), margin=config.ate_margin,
+        "ate_vs_frozen": margin_test(_rel(ate["frozen"]["dynamic"], ate["page4d"]["dynamic"]), margin=config.ate_margin,
                                 confidence=c),
-        "ate_vs_naive": paired(_rel(ate["naive"]["dynamic"], ate["page4d"]["dynamic"]), margin=config.ate_margin,
+        "ate_vs_naive": margin_test(_rel(ate["naive"]["dynamic"], ate["page4d"]["dynamic"]), margin=config.ate_margin,
                                confidence=c),
         # relative AbsRel increase = −(relative reduction)
-        "depth_dyn_vs_naive": paired([-x for x in _rel(dyn_depth["naive"], dyn_depth["page4d"])],
+        "depth_dyn_vs_naive": margin_test([-x for x in _rel(dyn_depth["naive"], dyn_depth["page4d"])],
                                      margin=config.depth_tolerance, confidence=c, kind="noninferior"),
-        "depth_dyn_vs_frozen": paired([-x for x in _rel(dyn_depth["frozen"], dyn_depth["page4d"])],
+        "depth_dyn_vs_frozen": margin_test([-x for x in _rel(dyn_depth["frozen"], dyn_depth["page4d"])],
                                       margin=config.depth_tolerance, confidence=c, kind="noninferior"),
-        "control_static_ate_vs_naive": paired(_rel(ate["naive"]["static"], ate["page4d"]["static"]),
+        "control_static_ate_vs_naive": margin_test(_rel(ate["naive"]["static"], ate["page4d"]["static"]),
                                               margin=config.ate_margin, confidence=c),
-        "ate_vs_full": paired(_rel(ate["full"]["dynamic"], ate["page4d"]["dynamic"]), margin=config.ate_margin,
+        "ate_vs_full": margin_test(_rel(ate["full"]["dynamic"], ate["page4d"]["dynamic"]), margin=config.ate_margin,
                               confidence=c),
-        "naive_vs_frozen": paired(_rel(ate["frozen"]["dynamic"], ate["naive"]["dynamic"]),
+        "naive_vs_frozen": margin_test(_rel(ate["frozen"]["dynamic"], ate["naive"]["dynamic"]),
                                   margin=config.ate_margin, confidence=c),
     }  # fmt: skip
     held = bool(t["ate_vs_frozen"].passes and t["ate_vs_naive"].passes and t["depth_dyn_vs_naive"].passes
@@ -429,12 +392,8 @@ def _outcome(config: Page4DConfig, ctx: RunContext, pre: Pretrained, results: di
     trained_changed = all(r.changed for a in ("naive", "full", "page4d") for r in results[a])
     _plot(ctx, ate, results, pre)
 
-    def summary(x: PairedTest) -> dict[str, Any]:
-        return {"per_seed": x.diffs, "mean": x.mean, "lower_bound": x.lower, "upper_bound": x.upper,
-                "ci95_halfwidth": x.ci95, "passes": x.passes}  # fmt: skip
-
     evidence = {
-        **{name: summary(x) for name, x in t.items()},
+        **{name: x.record() for name, x in t.items()},
         "n_seeds": config.n_seeds,
         "frozen_blocks_bit_identical": frozen_ok,
         "trained_blocks_changed": trained_changed,
@@ -442,8 +401,8 @@ def _outcome(config: Page4DConfig, ctx: RunContext, pre: Pretrained, results: di
         "thresholds": {n: threshold(config, n) for n in ("ate_margin", "depth_tolerance", "confidence")},
     }
 
-    def fmt(x: PairedTest) -> str:
-        ci = f" ± {x.ci95:.1%}" if x.ci95 is not None else " (one seed, no interval)"
+    def fmt(x: MarginTest) -> str:
+        ci = f" ± {x.ci95_halfwidth:.1%}" if x.ci95_halfwidth is not None else " (one seed, no interval)"
         return f"{x.mean:+.1%}{ci}"
 
     measurement = (
@@ -458,7 +417,7 @@ def _outcome(config: Page4DConfig, ctx: RunContext, pre: Pretrained, results: di
         f"{c:.0%} lower bound exceeds 0; depth passes when the one-sided upper bound of the AbsRel increase is below "
         "depth_tolerance; the static-scene control must not pass."
     )
-    return Outcome(metrics={"arms": arms_metrics, "tests": {k: summary(v) for k, v in t.items()},
+    return Outcome(metrics={"arms": arms_metrics, "tests": {k: v.record() for k, v in t.items()},
                             "pretrain_final_loss": float(np.mean(pre.losses[-10:]))},
                    claim_held=held, evidence=evidence, measurement=measurement, notes=notes,
                    timings={"wall_s": wall})  # fmt: skip

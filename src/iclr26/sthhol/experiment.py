@@ -36,7 +36,7 @@ from iclr26.common.config import ConfigError, ExperimentConfig, require, thresho
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
-from iclr26.common.stats import paired_t
+from iclr26.common.stats import MarginTest, margin_test
 from iclr26.sthhol.data import City, WindowedCity, generate_city, load_official, windows
 from iclr26.sthhol.llm_block import PartiallyFrozenLLM
 from iclr26.sthhol.model import STHHOL, Batch, sthhol_loss
@@ -273,33 +273,6 @@ def historical_average(counts: np.ndarray, start: int) -> np.ndarray:
     return (csum[:, :, days - 1] / days).transpose(2, 0, 1)
 
 
-@dataclass(frozen=True)
-class PairedTest:
-    """A paired comparison over seeds of per-seed values ``diffs``.
-
-    Attributes:
-        diffs: the per-seed values.
-        mean: their mean.
-        lower: one-sided lower confidence bound (Student t, n-1 dof); None with one seed.
-        ci95: two-sided 95% interval half-width; None with one seed.
-        passes: mean > margin and lower > 0.
-    """
-
-    diffs: list[float]
-    mean: float
-    lower: float | None
-    ci95: float | None
-    passes: bool
-
-
-def paired(diffs: list[float], *, margin: float, confidence: float) -> PairedTest:
-    """The paired test of the module docstring's step 4 on per-seed ``diffs`` (:func:`iclr26.common.stats.paired_t`)."""
-    t = paired_t(diffs, level=0.95, confidence=confidence, moments="exact")
-    if t.n < 2:
-        return PairedTest(diffs, t.mean, None, None, False)
-    return PairedTest(diffs, t.mean, t.lower, t.half_width, bool(t.mean > margin and t.lower > 0))
-
-
 def _mae(pred: np.ndarray, y: np.ndarray) -> float:
     return float(np.abs(pred - y).mean())
 
@@ -367,17 +340,17 @@ def _outcome(config, ctx, results, truths, ha, warm, drift_day, user_data, wall)
         other = per_seed(city, lambda i: results[city][arm][i].online, slice(None))
         return [(b - a) / a for a, b in zip(full, other, strict=True)]
 
-    t = {"online_vs_offline_main": paired(rel_reduction("main", post), margin=config.drift_margin,
+    t = {"online_vs_offline_main": margin_test(rel_reduction("main", post), margin=config.drift_margin,
                                           confidence=config.confidence),
-         "online_vs_offline_control": paired(rel_reduction("control", control_post), margin=config.drift_margin,
+         "online_vs_offline_control": margin_test(rel_reduction("control", control_post), margin=config.drift_margin,
                                              confidence=config.confidence),
-         "pretrained_vs_random": paired(rel_increase("main", "randllm"), margin=0.0,
+         "pretrained_vs_random": margin_test(rel_increase("main", "randllm"), margin=0.0,
                                         confidence=config.confidence)}  # fmt: skip
     level_one_testable = not user_data
     if level_one_testable:
-        t["level_one_main"] = paired(rel_increase("main", "nolevel1"), margin=config.context_margin,
+        t["level_one_main"] = margin_test(rel_increase("main", "nolevel1"), margin=config.context_margin,
                                      confidence=config.confidence)  # fmt: skip
-    t["level_one_control"] = paired(rel_increase("control", "nolevel1"), margin=config.context_margin,
+    t["level_one_control"] = margin_test(rel_increase("control", "nolevel1"), margin=config.context_margin,
                                     confidence=config.confidence)  # fmt: skip
     part_a = t["online_vs_offline_main"].passes and not t["online_vs_offline_control"].passes
     part_b = (t["level_one_main"].passes and not t["level_one_control"].passes) if level_one_testable else True
@@ -403,20 +376,16 @@ def _outcome(config, ctx, results, truths, ha, warm, drift_day, user_data, wall)
     frozen_ok = all(r.frozen_unchanged in (True, None) for c in results.values() for rs in c.values() for r in rs)
     _plot(ctx, arms_metrics, drift_day, warm, config)
 
-    def summary(x: PairedTest) -> dict[str, Any]:
-        return {"per_seed": x.diffs, "mean": x.mean, "lower_bound": x.lower, "ci95_halfwidth": x.ci95,
-                "passes": x.passes}  # fmt: skip
-
     evidence = {
-        **{name: summary(x) for name, x in t.items()},
+        **{name: x.record() for name, x in t.items()},
         "n_seeds": config.n_seeds,
         "level_one_testable": level_one_testable,
         "frozen_mlp_bit_identical": frozen_ok,
         "thresholds": {name: threshold(config, name) for name in ("drift_margin", "context_margin", "confidence")},
     }
 
-    def fmt(x: PairedTest) -> str:
-        ci = f" ± {x.ci95:.1%}" if x.ci95 is not None else " (one seed, no interval)"
+    def fmt(x: MarginTest) -> str:
+        ci = f" ± {x.ci95_halfwidth:.1%}" if x.ci95_halfwidth is not None else " (one seed, no interval)"
         return f"{x.mean:+.1%}{ci}"
 
     a, ac = t["online_vs_offline_main"], t["online_vs_offline_control"]
@@ -430,7 +399,7 @@ def _outcome(config, ctx, results, truths, ha, warm, drift_day, user_data, wall)
         "Relative differences are paired over seeds; ± is the 95% two-sided interval half-width. A part passes when "
         f"the mean exceeds its margin and the one-sided {config.confidence:.0%} lower bound exceeds 0."
     )
-    return Outcome(metrics={"arms": arms_metrics, "tests": {k: summary(v) for k, v in t.items()}},
+    return Outcome(metrics={"arms": arms_metrics, "tests": {k: v.record() for k, v in t.items()}},
                    claim_held=held, evidence=evidence, measurement=measurement, notes=notes,
                    timings={"wall_s": wall})  # fmt: skip
 
