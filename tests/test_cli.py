@@ -138,7 +138,7 @@ def test_run_all_goes_on_after_a_failing_paper(monkeypatch, capsys, tmp_path):
     assert "failed: rgvfm" in capsys.readouterr().out
 
 
-def _write_record(out, module, stamp, scale, held, measurement):
+def _write_record(out, module, stamp, scale, held, measurement, wall_time_s=1.0):
     run_dir = out / module / stamp
     run_dir.mkdir(parents=True)
     record = {
@@ -150,7 +150,7 @@ def _write_record(out, module, stamp, scale, held, measurement):
         "scale": scale,
         "seed": 0,
         "started_utc": "2026-01-01T00:00:00+00:00",
-        "wall_time_s": 1.0,
+        "wall_time_s": wall_time_s,
         "measurement": measurement,
         "evidence": {},
         "plots": [],
@@ -229,20 +229,24 @@ def test_report_refreshes_readme_blocks(tmp_path, monkeypatch):
     assert not report.refresh_readme(paper("seesaw"), tmp_path / "runs", src)  # idempotent
 
 
-def test_status_table_of_the_top_readme_comes_from_the_records(tmp_path):
+def test_status_table_of_the_top_readme_comes_from_the_records(tmp_path, monkeypatch):
     from iclr26 import report
 
+    monkeypatch.setattr(report, "is_implemented", lambda module: module != "unisplat")
     out = tmp_path / "runs"
-    _write_record(out, "seesaw", "2026-01-01T00-00-00.000000Z", "cpu", True, "gap")
+    _write_record(out, "seesaw", "2026-01-01T00-00-00.000000Z", "cpu", True, "gap", wall_time_s=500.0)
+    _write_record(out, "seesaw", "2025-12-01T00-00-00.000000Z", "cpu", False, "gap", wall_time_s=620.4)
     _write_record(out, "kern", "2026-01-01T00-00-00.000000Z", "cpu", False, "gap")
     _write_record(out, "kern", "2026-01-02T00-00-00.000000Z", "smoke", True, "gap")
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{report.STATUS_BEGIN}\nold\n{report.STATUS_END}\nrest\n")
     assert report.refresh_status(readme, out)
     text = readme.read_text()
+    # the newest cpu record, its wall time and the previous cpu record's beside it (what `make run` changed)
     assert "| 7 | `seesaw` | held | [`runs/seesaw/2026-01-01T00-00-00.000000Z`]" in text
-    assert "| 14 | `kern` | not held |" in text  # the cpu record, not the newer smoke one
-    assert "| 1 | `lamir` | never run | — | — |" in text and "old" not in text and text.endswith("rest\n")
+    assert "/result.json) | 500 s | 620 s |" in text
+    assert "| 14 | `kern` | not held |" in text and "| 1 s | — |" in text  # cpu, not the newer smoke; no previous
+    assert "| 1 | `lamir` | never run | — | — | — |" in text and "old" not in text and text.endswith("rest\n")
     assert "| 8 |" not in text  # unisplat is not implemented: not listed
     assert not report.refresh_status(readme, out)  # idempotent
     assert not report.refresh_status(readme, out, "gpu")  # no gpu record at all: the block stays

@@ -12,6 +12,7 @@ import os
 import platform
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -162,15 +163,15 @@ def read_record(run_dir: Path) -> RunRecord:
     return RunRecord(path=Path(run_dir), data=data)
 
 
-def latest_record(out: Path, module: str, scale: str | None = "cpu") -> RunRecord | None:
-    """The newest complete record of ``module`` under ``out`` at ``scale`` (None: any scale).
+def records_newest_first(out: Path, module: str, scale: str | None = "cpu") -> Iterator[RunRecord]:
+    """The complete records of ``module`` under ``out`` at ``scale`` (None: any scale), newest first.
 
     Folders without ``result.json`` (running, interrupted or failed runs) are skipped, and so are records of
     another scale: a smoke run never replaces the ``cpu`` verdict in ``iclr26 list`` or the report.
     """
     base = Path(out) / module
     if not base.is_dir():
-        return None
+        return
     for run_dir in sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.name, reverse=True):
         if (run_dir / RESULT_FILE).is_file():
             try:
@@ -178,8 +179,12 @@ def latest_record(out: Path, module: str, scale: str | None = "cpu") -> RunRecor
             except ValueError:
                 continue
             if scale is None or record.data["scale"] == scale:
-                return record
-    return None
+                yield record
+
+
+def latest_record(out: Path, module: str, scale: str | None = "cpu") -> RunRecord | None:
+    """The newest complete record of ``module`` under ``out`` at ``scale`` (:func:`records_newest_first`)."""
+    return next(records_newest_first(out, module, scale), None)
 
 
 def deterministic_view(record: dict[str, Any]) -> dict[str, Any]:
