@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from iclr26.common.cameras import camera_centers, rotation_from_axis_angle
 from iclr26.page4d.geometry import (
     absolute_trajectory_error,
     depth_metrics,
@@ -16,7 +17,6 @@ from iclr26.page4d.geometry import (
     relative_pose_error,
     umeyama,
 )
-from iclr26.page4d.scene import camera_centers, rotation_from_axis_angle
 
 
 def _trajectory(n=6, seed=0):

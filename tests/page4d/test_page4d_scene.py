@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from iclr26.common.cameras import intrinsics_matrix
 from iclr26.page4d.data import batch_tensors, load_sequence, load_sequences
-from iclr26.page4d.scene import Sphere, generate_scene, intrinsics_matrix, relative_to_first, render_frame
+from iclr26.page4d.scene import Sphere, generate_scene, relative_to_first, render_frame
 
 EYE = np.concatenate([np.eye(3), np.zeros((3, 1))], axis=1)
 
