@@ -32,8 +32,9 @@ run: $(STAMP) $(COQ)
 	$(PY) -m iclr26 list
 	$(PY) -m iclr26 run all --scale cpu; status=$$?; $(PY) -m iclr26 report; exit $$status
 
+# The tests run on one torch thread each (tests/conftest.py), so one worker per core (at most 4) divides the time.
 test: $(STAMP) $(COQ)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --maxprocesses 4
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks
