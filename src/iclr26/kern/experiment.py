@@ -40,6 +40,7 @@ import torch
 from iclr26.common.config import ExperimentConfig, require, threshold
 from iclr26.common.corpus import check_text_data, load_corpus
 from iclr26.common.device import resolve_device
+from iclr26.common.distributed import all_reduce_sum, current_world
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.lmtrain import CosineSchedule, TokenData, TrainConfig, TrainHistory, train_lm
 from iclr26.common.plots import figure
@@ -398,11 +399,31 @@ def train_variant(
         history = train_lm(model, data, schedule, train_config, progress=bar)
     blocks = moe_blocks(model)
     train_load = [b.load_counts.tolist() for b in blocks]  # accumulated over training and the evaluations
+    if current_world().is_distributed:  # under torchrun each rank counted its shard: the global batch's counts
+        train_load = reduce_load(train_load)
     router_time = sum(b.router_time_s for b in blocks)
     gammas = [float(b.router.gamma.detach()) for b in blocks]
     return VariantRun(
         router, seed, history, validation_load(model, data, config), train_load, router_time, gammas, peak_lr
     )
+
+
+def reduce_load(load: list[list[int]]) -> list[list[int]]:
+    """Assignments per expert and layer summed over the ranks of a torchrun run (every rank must call it).
+
+    Each rank's ``load_counts`` cover its shard of every training batch and of the evaluation windows
+    (:mod:`iclr26.common.lmtrain`); their sum counts the global batches, as one process does. The sums are exact
+    integers (float64 holds counts below 2**53).
+    """
+    if not load:
+        return load
+    sizes = [len(layer) for layer in load]
+    flat = all_reduce_sum([count for layer in load for count in layer])
+    out, start = [], 0
+    for size in sizes:
+        out.append([round(v) for v in flat[start : start + size]])
+        start += size
+    return out
 
 
 def mean_cv(load: list[list[int]]) -> float:

@@ -25,6 +25,12 @@ Device: ``device`` (cpu, cuda, cuda:N or auto; the ``gpu`` scale asks for cuda) 
 masks and the evaluation. Every random draw (initialisations, batch orders, masks) comes from a CPU generator and
 is then moved, so a run draws the same numbers on any device; metrics leave the device as CPU tensors.
 
+Data parallel under torchrun (:mod:`iclr26.common.distributed`): the students train with DistributedDataParallel;
+``batch_size`` is the global batch, every rank keeps its contiguous shard of it, split into ``accumulation_steps``
+micro-batches (:func:`_split_step`), so N ranks equal one process with N accumulation steps (BatchNorm normalises each
+micro-batch). The teacher trains whole on every rank (it is small next to the students, and then equals the
+one-process teacher exactly).
+
 Deviations (see the README): digits instead of CIFAR/ImageNet; a 3-conv net instead of ResNet-19; Adam with a
 cosine schedule for a few dozen epochs instead of SGD for 300 epochs; unspecified MEOM hyperparameters (lambda,
 mask keep ratio, static vs resampled masks, 1/keep rescaling, TPD target detaching) are config fields with our
@@ -33,8 +39,10 @@ defaults.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -44,6 +52,7 @@ from torch import Tensor
 
 from iclr26.common.config import ExperimentConfig, require, threshold
 from iclr26.common.device import resolve_device
+from iclr26.common.distributed import World, all_reduce_sum, current_world, shard_range
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
@@ -103,7 +112,14 @@ class MEOMConfig(ExperimentConfig):
         "student epochs per arm (paper/TWD code: 300 on CIFAR; 20 before issue 16 added two arms, cut to keep 7 arms "
         "x 5 seeds within 10 CPU minutes)",
     )
-    batch_size: int = _opt(64, "minibatch size (TWD code: 128; smaller for 1000 training images)")
+    batch_size: int = _opt(
+        64, "minibatch size, the global batch under torchrun (TWD code: 128; smaller for 1000 training images)"
+    )
+    accumulation_steps: int = _opt(
+        1,
+        "micro-batches per student step and rank, gradients accumulated (not in the paper; 1 = one forward). "
+        "BatchNorm normalises each micro-batch, so N ranks x 1 equals 1 process x N (README: torchrun)",
+    )
     lr: float = _opt(1e-2, "Adam lr, cosine decay (TWD code: SGD lr 0.1 for 300 epochs; Adam for short CPU runs)")
     weight_decay: float = _opt(5e-4, "weight decay (TWD code: 5e-4)")
     tau: float = _opt(3.0, "temperature of KD, TMPD and TPD (TWD code kd_loss: 3)")
@@ -171,6 +187,13 @@ class MEOMConfig(ExperimentConfig):
         require(self.teacher_epochs >= 1, "teacher_epochs", f"must be >= 1, got {self.teacher_epochs}")
         require(self.student_epochs >= 1, "student_epochs", f"must be >= 1, got {self.student_epochs}")
         require(self.batch_size >= 2, "batch_size", f"must be >= 2 (BatchNorm), got {self.batch_size}")
+        require(self.accumulation_steps >= 1, "accumulation_steps", f"must be >= 1, got {self.accumulation_steps}")
+        require(
+            self.batch_size >= 2 * self.accumulation_steps,
+            "accumulation_steps",
+            f"every micro-batch needs >= 2 images (BatchNorm): batch_size {self.batch_size} is too small for "
+            f"{self.accumulation_steps} accumulation steps",
+        )
         require(self.lr > 0, "lr", f"must be > 0, got {self.lr}")
         require(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
         require(self.tau > 0, "tau", f"must be > 0, got {self.tau}")
@@ -354,6 +377,9 @@ def train_student(
     steps_per_epoch = len(_batches(len(data.y_train), config.batch_size, torch_generator(0)))
     sched = _cosine_lr(opt, config.student_epochs * steps_per_epoch)
     student.train()
+    world = current_world()
+    split = world.is_distributed or config.accumulation_steps > 1
+    net = _data_parallel(student, device) if world.is_distributed else student
     epoch_loss = float("nan")
     for _ in range(config.student_epochs):
         losses = []
@@ -367,16 +393,23 @@ def train_student(
                     config.timesteps, tuple(feats.shape[1:]), keep_prob=config.keep_prob, generator=mask_gen,
                     rescale=config.rescale_masks,
                 ).to(device)  # fmt: skip
-            out = meom_loss(
-                student(x), feats, head, y, lam=weights.lam, tau=config.tau,
-                w_ce=config.w_ce, w_tmpd=weights.w_tmpd, w_tpd=weights.w_tpd,
-                tpd_divergence=config.tpd_divergence, detach_tpd_target=config.detach_tpd_target, **mask_kw,
-            )  # fmt: skip
+
+            def step_loss(rows: slice, x: Tensor = x, y: Tensor = y, feats: Tensor = feats) -> Tensor:
+                return meom_loss(
+                    net(x[rows]), feats[rows], head, y[rows], lam=weights.lam, tau=config.tau,
+                    w_ce=config.w_ce, w_tmpd=weights.w_tmpd, w_tpd=weights.w_tpd,
+                    tpd_divergence=config.tpd_divergence, detach_tpd_target=config.detach_tpd_target, **mask_kw,
+                ).total  # fmt: skip
+
             opt.zero_grad()
-            out.total.backward()
+            if split:  # data parallel and/or accumulated: micro-batches of this rank's shard (see _split_step)
+                losses.append(_split_step(step_loss, net, len(idx), config.accumulation_steps, world))
+            else:
+                total = step_loss(slice(None))
+                total.backward()
+                losses.append(total.item())
             opt.step()
             sched.step()
-            losses.append(out.total.item())
             progress.update(1)
         epoch_loss = float(np.mean(losses))
     logits = predict_logits(student, data.x_test)  # (T, N, C), on the device
@@ -390,6 +423,46 @@ def train_student(
         final_loss=epoch_loss,
         softening=softening,
     )
+
+
+def _data_parallel(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """``model`` wrapped in DistributedDataParallel (gradients averaged over the ranks; rank 0's BatchNorm running
+    statistics broadcast to every rank at each forward, so all ranks evaluate the same model)."""
+    return torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None
+    )
+
+
+def _split_step(
+    step_loss: Callable[[slice], Tensor], net: torch.nn.Module, batch: int, accumulation: int, world: World
+) -> float:
+    """Gradients of one student step over micro-batches; returns the batch's mean loss (summed over the ranks).
+
+    The batch of ``batch`` images is the global batch: rank r keeps its contiguous shard (``shard_range``) and splits
+    it into ``accumulation`` contiguous micro-batches. Each micro-batch loss (a mean over its images) is weighted by
+    ``world_size ×`` its share of the batch; DistributedDataParallel averages the gradients over the ranks in the
+    last micro-batch's backward (``no_sync`` before it), so the gradient is the mean-loss gradient of the batch with
+    BatchNorm statistics per micro-batch: N ranks with 1 accumulation step give the micro-batches of one process
+    with N accumulation steps, up to float summation order.
+    """
+    shard = shard_range(batch, world.rank, world.size)
+    pieces = [shard_range(len(shard), i, accumulation) for i in range(accumulation)]
+    if min(len(p) for p in pieces) < 2:
+        raise ValueError(
+            f"a micro-batch of the {batch}-image batch has fewer than 2 images on {world.size} rank(s) with "
+            f"accumulation_steps={accumulation} (BatchNorm needs 2): raise batch_size"
+        )
+    value = 0.0
+    for i, piece in enumerate(pieces):
+        rows = slice(shard.start + piece.start, shard.start + piece.stop)
+        sync = not world.is_distributed or i == len(pieces) - 1
+        with contextlib.nullcontext() if sync else net.no_sync():
+            loss = step_loss(rows)
+            (loss * (len(piece) / batch * world.size)).backward()
+        value += loss.item() * len(piece) / batch
+    if world.is_distributed:
+        (value,) = all_reduce_sum([value])
+    return value
 
 
 class _SoftenedHead(torch.nn.Module):
@@ -688,4 +761,4 @@ def _plot(config: MEOMConfig, ctx: RunContext, trunc: dict[str, np.ndarray], gai
     ctx.save_plot(fig, "meom_minus_twd.png")
 
 
-EXPERIMENT = Experiment(config_cls=MEOMConfig, run=run)
+EXPERIMENT = Experiment(config_cls=MEOMConfig, run=run, data_parallel=True)

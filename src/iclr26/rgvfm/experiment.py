@@ -28,6 +28,9 @@ coverage at k; the last also evaluates the final model. A killed run loses at mo
 cheap and seeded, so it is redone outside the units. Training wall time goes to the record's ``timings``, never into
 the verdict, which rests on the seeded coverages only.
 
+Data parallel under torchrun: :class:`~iclr26.rgvfm.training.FlowTrainer` trains with DistributedDataParallel
+on each rank's shard of the global batch (``batch_size``); every rank then evaluates the same weights alike.
+
 Device: the data are drawn on the CPU (the same points on every device) and the initial weights are made
 there, then both move to ``config.device``; the training and sampling draws (minibatches, x0, t, input
 noise, the C2ST split) come from generators created on that device from the same seeds, so on the CPU
@@ -929,4 +932,4 @@ def run(config: RGVFMConfig, ctx: RunContext) -> Outcome:
     )
 
 
-EXPERIMENT = Experiment(config_cls=RGVFMConfig, run=run)
+EXPERIMENT = Experiment(config_cls=RGVFMConfig, run=run, data_parallel=True)

@@ -104,7 +104,15 @@ class FlowMatcher(ABC):
         self.path = path
         self.noise_scale = noise_scale
 
-    def training_loss(self, x0: Tensor, x1: Tensor, t: Tensor, *, generator: torch.Generator | None = None) -> Tensor:
+    def training_loss(
+        self,
+        x0: Tensor,
+        x1: Tensor,
+        t: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        rows: slice | None = None,
+    ) -> Tensor:
         """The model's objective on one batch of (x0, x1, t).
 
         Args:
@@ -112,6 +120,9 @@ class FlowMatcher(ABC):
             x1: data samples on M, (B, D).
             t: times in [0, 1), (B, 1).
             generator: torch generator for the input noise.
+            rows: if given, the objective of these rows only (a data-parallel rank's shard): the interpolant and
+                the input noise are still drawn for the whole batch, so every rank consumes the generator alike and
+                the shards' rows equal the unsharded batch's.
 
         Returns:
             Scalar loss.
@@ -128,6 +139,8 @@ class FlowMatcher(ABC):
             raise ValueError(f"t must have shape (B, 1) = ({x0.shape[0]}, 1), got {tuple(t.shape)}")
         x_t = geodesic_interpolant(self.path, x0, x1, t)
         x_in = self.path.perturb(x_t, scale=self.noise_scale, generator=generator)
+        if rows is not None:
+            x0, x1, t, x_t, x_in = x0[rows], x1[rows], t[rows], x_t[rows], x_in[rows]
         return self.objective(x0=x0, x1=x1, t=t, x_t=x_t, x_in=x_in)
 
     @abstractmethod

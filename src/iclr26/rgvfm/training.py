@@ -20,6 +20,10 @@ With EMA on, the averaged weights are the ones checkpointed and returned.
 The whole state (weights, Adam moments, EMA, best snapshot, generator, losses) can be saved and restored
 (:meth:`FlowTrainer.state` / :meth:`FlowTrainer.load`) as plain CPU tensors, so a run can stop after any step and
 continue bit for bit. Shapes: ``N`` data points, ``B`` batch, ``D`` ambient dimension.
+
+Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) :meth:`FlowTrainer.run` is data
+parallel with DistributedDataParallel, ``B`` staying the global batch: each rank computes the objective on its shard of
+the batch that every rank draws alike, and DDP averages the gradients (:meth:`FlowTrainer._run_data_parallel`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
+from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
 from iclr26.rgvfm.flows import FlowMatcher
 from iclr26.rgvfm.manifolds import Lorentz, Manifold, Sphere
 
@@ -214,6 +219,9 @@ class FlowTrainer:
         """
         if steps < 0:
             raise ValueError(f"steps must be >= 0, got {steps}")
+        if current_world().is_distributed:
+            self._run_data_parallel(steps, progress)
+            return
         device, data, generator, b = self.data.device, self.data, self.generator, self.batch_size
         start = time.perf_counter()
         for _ in progress(range(steps)):
@@ -226,16 +234,59 @@ class FlowTrainer:
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
-            self.losses.append(loss.detach())
-            self.step += 1
-            if self.ema is not None:
-                with torch.no_grad():  # w̄ ← d w̄ + (1 - d) w
-                    torch._foreach_lerp_(self.ema, [p.detach() for p in self.params], 1 - self.ema_decay)
-            if self.checkpoint == "best_loss" and self.step % self.epoch_steps == 0:
-                epoch_loss = float(torch.stack(self.losses[-self.epoch_steps :]).mean())
-                if epoch_loss < self.best_loss:  # official: strictly lower total loss of the epoch
-                    self.best_loss, self.best_step = epoch_loss, self.step
-                    self.best = [w.clone() for w in self.tracked()]
+            self._after_step(loss.detach())
+        self.seconds += time.perf_counter() - start
+
+    def _after_step(self, loss: Tensor) -> None:
+        """Record the step's loss, update the EMA and the best-loss checkpoint."""
+        self.losses.append(loss)
+        self.step += 1
+        if self.ema is not None:
+            with torch.no_grad():  # w̄ ← d w̄ + (1 - d) w
+                torch._foreach_lerp_(self.ema, [p.detach() for p in self.params], 1 - self.ema_decay)
+        if self.checkpoint == "best_loss" and self.step % self.epoch_steps == 0:
+            epoch_loss = float(torch.stack(self.losses[-self.epoch_steps :]).mean())
+            if epoch_loss < self.best_loss:  # official: strictly lower total loss of the epoch
+                self.best_loss, self.best_step = epoch_loss, self.step
+                self.best = [w.clone() for w in self.tracked()]
+
+    def _run_data_parallel(self, steps: int, progress: Callable[[Iterable[int]], Iterable[int]]) -> None:
+        """:meth:`run` under torchrun (:mod:`iclr26.common.distributed`): the batch stays the global batch.
+
+        Every rank draws the same global batch (x1, x0, t and the input noise) from the shared generator and
+        computes the objective on its contiguous shard of ``B / world_size`` rows; the shard's mean loss is weighted
+        by ``world_size ×`` its share of the batch, and DistributedDataParallel averages the gradients, so the
+        gradient is the global batch's mean-loss gradient and every rank takes the same Adam step. The recorded loss
+        is summed over the ranks (the global batch's mean), so the best-loss checkpoint and the EMA agree on every
+        rank. A 2-rank step equals the 1-process step up to float summation order.
+        """
+        world = current_world()
+        device, data, generator, b = self.data.device, self.data, self.generator, self.batch_size
+        if b < world.size:
+            raise ValueError(f"batch_size={b} is smaller than the {world.size} ranks; every rank needs a shard")
+        shard = shard_range(b, world.rank, world.size)
+        rows, share = slice(shard.start, shard.stop), len(shard) / b
+        network = self.flow.network
+        if not isinstance(network, nn.Module):
+            raise TypeError(f"data-parallel training needs an nn.Module network, got {type(network).__name__}")
+        ddp = nn.parallel.DistributedDataParallel(network, device_ids=[device.index] if device.type == "cuda" else None)
+        self.flow.network = ddp  # the objective calls the network through DDP, which averages the gradients
+        start = time.perf_counter()
+        try:
+            for _ in progress(range(steps)):
+                x1 = data[torch.randint(data.shape[0], (b,), generator=generator, device=device)]
+                x0 = self.prior(b, generator)
+                t = torch.rand(b, 1, generator=generator, device=device)
+                loss = self.flow.training_loss(x0, x1, t, generator=generator, rows=rows)
+                (total,) = all_reduce_sum([float(loss.detach()) * share])  # the global batch's mean loss
+                if not math.isfinite(total):  # the same on every rank: all of them stop together
+                    raise ValueError(f"non-finite training loss {total} at step {self.step}")
+                self.optimizer.zero_grad(set_to_none=True)
+                (loss * (share * world.size)).backward()
+                self.optimizer.step()
+                self._after_step(torch.tensor(total, dtype=loss.dtype, device=device))
+        finally:
+            self.flow.network = network
         self.seconds += time.perf_counter() - start
 
     def selected(self) -> list[Tensor]:

@@ -544,4 +544,4 @@ def run(config: UVUConfig, ctx: RunContext) -> Outcome:
     )
 
 
-EXPERIMENT = Experiment(config_cls=UVUConfig, run=run)
+EXPERIMENT = Experiment(config_cls=UVUConfig, run=run, data_parallel=True)

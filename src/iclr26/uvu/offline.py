@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from iclr26.common.distributed import current_world
 from iclr26.uvu.data import Transitions
+from iclr26.uvu.training import data_parallel_loss, shard_loss
 
 
 class DiscreteQNetwork(nn.Module):
@@ -107,9 +109,17 @@ def train_cql_dqn(
     opt = torch.optim.Adam(q.parameters(), lr=config.lr)
     steps = range(config.steps) if progress is None else progress(range(config.steps))
     losses: list[float] = []
+    world = current_world()
+    net = None
+    if world.is_distributed:  # torchrun: DDP over this rank's shard of each global batch (uvu.training.shard_loss)
+        net = data_parallel_loss(q, lambda b: cql_loss(q, q_target, b, gamma=config.gamma, alpha=config.alpha))
     for step in steps:
-        loss = cql_loss(q, q_target, data.sample(config.batch_size, generator), gamma=config.gamma, alpha=config.alpha)
-        value = loss.detach().item()
+        if net is not None:
+            loss, value = shard_loss(net, data.sample(config.batch_size, generator), world)
+        else:
+            batch = data.sample(config.batch_size, generator)
+            loss = cql_loss(q, q_target, batch, gamma=config.gamma, alpha=config.alpha)
+            value = loss.detach().item()
         if not math.isfinite(value):
             raise FloatingPointError(f"CQL loss is {value} at step {step} (lr={config.lr}); lower lr")
         opt.zero_grad()

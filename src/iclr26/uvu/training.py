@@ -1,4 +1,12 @@
-"""One training loop for every uncertainty learner here (UVU, ensembles, RND): minimise ``model.loss(batch)``."""
+"""One training loop for every uncertainty learner here (UVU, ensembles, RND): minimise ``model.loss(batch)``.
+
+Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) :func:`fit` and
+:func:`iclr26.uvu.offline.train_cql_dqn` are data parallel with DistributedDataParallel and the batch stays the global
+batch (:func:`shard_loss`): every rank draws the same global minibatch from the shared generator (or takes the whole
+data set, full-batch), keeps its contiguous shard of the rows, weights its mean loss by ``world_size ×`` its share of
+the batch, and DDP averages the gradients, so every rank takes the global batch's step; the recorded loss is summed
+over the ranks. N ranks follow the single-process trajectory up to float summation order.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +19,7 @@ from typing import Literal, Protocol
 import torch
 from torch import Tensor, nn
 
+from iclr26.common.distributed import World, all_reduce_sum, current_world, shard_range
 from iclr26.uvu.data import Transitions
 
 
@@ -81,11 +90,16 @@ def fit(
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     iterator: Iterable[int] = range(steps) if progress is None else progress(range(steps))
     losses: list[float] = []
+    world = current_world()
+    net = data_parallel_loss(model, model.loss) if world.is_distributed else None
     start, start_cpu = time.perf_counter(), time.process_time()
     for step in iterator:
         batch = data if batch_size is None else data.sample(batch_size, generator)
-        loss = model.loss(batch)
-        value = loss.detach().item()
+        if net is not None:  # torchrun: this rank's shard of the global batch (see shard_loss)
+            loss, value = shard_loss(net, batch, world)
+        else:
+            loss = model.loss(batch)
+            value = loss.detach().item()
         if not math.isfinite(value):
             raise FloatingPointError(f"loss is {value} at step {step} (lr={lr}); lower lr or check the data")
         opt.zero_grad(set_to_none=True)
@@ -93,3 +107,54 @@ def fit(
         opt.step()
         losses.append(value)
     return FitResult(losses=losses, wall_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - start_cpu)
+
+
+class _LossOf(nn.Module):
+    """A module whose forward is ``loss(batch)``, so that DistributedDataParallel can wrap a learner's loss."""
+
+    def __init__(self, model: nn.Module, loss: Callable[[Transitions], Tensor]) -> None:
+        super().__init__()
+        self.model = model  # registers the trained parameters (frozen ones, requires_grad=False, are not synced)
+        self._loss = loss
+
+    def forward(self, batch: Transitions) -> Tensor:
+        return self._loss(batch)
+
+
+def data_parallel_loss(model: nn.Module, loss: Callable[[Transitions], Tensor]) -> nn.Module:
+    """``loss`` (a function of a batch, training ``model``'s parameters) as a DistributedDataParallel module.
+
+    Raises:
+        TypeError: if ``model`` is not an ``nn.Module`` (DDP needs its parameters).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"data-parallel training needs an nn.Module model, got {type(model).__name__}")
+    device = next(model.parameters()).device
+    return nn.parallel.DistributedDataParallel(
+        _LossOf(model, loss), device_ids=[device.index] if device.type == "cuda" else None
+    )
+
+
+def shard_loss(net: nn.Module, batch: Transitions, world: World) -> tuple[Tensor, float]:
+    """This rank's loss on its shard of the global ``batch``, scaled for DDP, and the batch's mean loss.
+
+    Rank r keeps the contiguous rows :func:`~iclr26.common.distributed.shard_range` gives it; its mean loss is
+    weighted by ``world_size ×`` its share of the batch, so DDP's gradient average is the global batch's mean-loss
+    gradient.
+
+    Returns:
+        (the loss to backpropagate, the global batch's mean loss: the shards' weighted losses summed over the ranks,
+        the same on every rank, so a non-finite loss stops every rank alike).
+
+    Raises:
+        ValueError: if the batch has fewer rows than there are ranks.
+    """
+    n = len(batch)
+    if n < world.size:
+        raise ValueError(f"a batch of {n} transitions is smaller than the {world.size} ranks; raise the batch size")
+    shard = shard_range(n, world.rank, world.size)
+    rows = torch.arange(shard.start, shard.stop, device=batch.states.device)
+    loss = net(batch.index(rows))
+    share = len(shard) / n
+    (value,) = all_reduce_sum([loss.detach().item() * share])
+    return loss * (share * world.size), value
