@@ -133,3 +133,70 @@ def test_initial_loss_is_near_uniform_and_errors_are_clear():
     bad = TinyLM(SMALL, ffn_factory=lambda i: nn.Linear(SMALL.d_model, 3))
     with pytest.raises(ValueError, match="feed-forward block returned shape"):
         bad(idx)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("head_dim", [8, 12, 16, 32])  # float32: 8 and 12 take the contiguous product, 16 and 32 not
+def test_fused_rope_attention_equals_the_autograd_rotation_bit_for_bit(dtype, head_dim):
+    # issue 18: in float32/64 the attention rotates q and k in one autograd node (_RopeQKV) whose backward is
+    # written by hand; it must give the outputs and gradients of apply_rope on qkv[:2] under autograd, bit for bit
+    from iclr26.common.tinylm import _rope_rotations
+
+    torch.manual_seed(0)
+    d = 2 * head_dim
+    cfg = TinyLMConfig(d_model=d, n_heads=2, n_layers=1, context_len=9)
+    attn = TinyLM(cfg).blocks[0].attn.to(dtype)
+    x0 = torch.randn(3, 9, d, dtype=dtype)
+    w = torch.randn(3, 9, d, dtype=dtype)
+    cos, sin = rope_tables(9, head_dim, cfg.rope_base, dtype=dtype)
+    fused = (cos, sin) + _rope_rotations(9, head_dim, float(cfg.rope_base), torch.device("cpu"), dtype)
+    results = []
+    for rope in (fused, (cos, sin)):
+        x = x0.clone().requires_grad_(True)
+        y = attn(x, rope)
+        grads = torch.autograd.grad((y * w).sum(), [x, attn.qkv.weight, attn.qkv.bias])
+        results.append((y.detach(), *grads))
+    for a, b in zip(*results, strict=True):
+        assert torch.equal(a, b)
+    assert not torch.equal(results[0][0], attn(x0, None))  # the rotation is applied
+
+
+def test_tinylm_training_steps_are_the_same_with_and_without_the_fused_rotation(monkeypatch):
+    # three AdamW steps of a whole model: the fused path (default) against the unfused one, bit for bit
+    from iclr26.common import tinylm
+
+    def train():
+        torch.manual_seed(0)
+        model = TinyLM(TinyLMConfig(d_model=32, n_heads=4, n_layers=2, context_len=16))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        idx = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(1))
+        for _ in range(3):
+            opt.zero_grad()
+            model(idx, idx.roll(-1, 1)).loss.backward()
+            opt.step()
+        return [p.detach().clone() for p in model.parameters()]
+
+    fused = train()
+    monkeypatch.setattr(tinylm, "_RopeQKV", None)  # must not be reached on the unfused path
+    monkeypatch.setattr(tinylm, "_rope_rotations", lambda *a: ())
+    unfused = train()
+    assert all(torch.equal(a, b) for a, b in zip(fused, unfused, strict=True))
+
+
+def test_rope_attention_under_autocast_takes_the_real_form():
+    # under autocast the projection runs in bfloat16 while the residual stream and the tables stay float32 (CUDA's
+    # autocast keeps embeddings in float32): the fused complex rotation must step aside (view_as_complex has no
+    # bfloat16) and the real-form rotation runs
+    from iclr26.common.tinylm import _rope_rotations
+
+    torch.manual_seed(0)
+    attn = TinyLM(SMALL).blocks[0].attn
+    x = torch.randn(2, 8, 32, requires_grad=True)
+    cos, sin = rope_tables(8, 8, SMALL.rope_base)
+    rope = (cos, sin) + _rope_rotations(8, 8, float(SMALL.rope_base), torch.device("cpu"), torch.float32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = attn(x, rope)
+        y_real = attn(x, (cos, sin))  # the real-form rotation, as before issue 18
+    assert torch.equal(y, y_real)
+    y.float().sum().backward()
+    assert y.dtype == torch.bfloat16 and torch.isfinite(x.grad).all()

@@ -155,10 +155,22 @@ def test_smoke_run_through_the_cli(smoke):
     assert record["units"] == [
         "data-3sat",
         *(f"baselines-3sat-{x}" for x in sets_solvers),
+        "data-hard-3sat",
+        "hard-baseline-3sat-40",
         "grpo-3sat-seed0",
         "supervised-3sat-seed0",
         *(f"eval-3sat-seed0-{x}" for x in sets_solvers),
+        "hard-3sat-seed0-40",
     ]
+    # the harder 3-SAT set (issue 17): decision ratio in the metrics, wall-clock ratio with the GNN in the timings
+    hard = record["metrics"]["hard_3sat_cdcl"]["40"]
+    assert hard["formulas"] == 2 and len(hard["rlaf_over_unguided_mean_decisions"]) == 1
+    assert hard["mean_over_seeds"] == pytest.approx(hard["rlaf_over_unguided_mean_decisions"][0])
+    assert hard["mean_over_seeds"] > 0
+    hard_t = record["timings"]["hard_3sat"]["40"]
+    q1, q3 = hard_t["wall_ratio_quartiles"]
+    assert 0 < q1 <= hard_t["median_wall_ratio_with_inference"] <= q3
+    assert "hard" not in str(record["evidence"])  # never in the verdict
     # wall and GNN times are timings only; the verdict's threshold carries its source
     cdcl = record["metrics"]["results"]["3sat"]["20"]["cdcl"]
     assert set(cdcl["rlaf"]) == {"mean", "median", "conflicts", "propagations", "ratio", "unknown"}

@@ -149,6 +149,60 @@ def _even_strides(x: Tensor) -> bool:
     return all(stride % 2 == 0 for stride in x.stride()[:-1])
 
 
+@functools.lru_cache(maxsize=64)
+def _rope_rotations(seq_len: int, head_dim: int, base: float, device: torch.device, dtype: torch.dtype):
+    """The unit complex numbers ``cos + i·sin`` of :func:`rope_tables` and their conjugates, ``(T, Dh/2)`` each."""
+    cos, sin = _rope_tables(seq_len, head_dim, base, device, dtype)
+    with torch.inference_mode(False), torch.no_grad():
+        return torch.complex(cos, sin), torch.complex(cos, -sin)
+
+
+class _RopeQKV(torch.autograd.Function):
+    """``q, k, v`` from the fused projection ``qkv: (3, B, H, T, Dh)`` (a permuted view), RoPE applied to ``q, k``.
+
+    The same complex multiplication as :func:`apply_rope` on ``qkv[:2]`` (bit-identical outputs), with a backward
+    written by hand: the gradient of ``q, k`` is rotated back by the conjugate (what autograd computes for a complex
+    product, ``grad · conj(w)``) straight into one buffer laid out like the projection's output, where ``v``'s
+    gradient is copied too. Autograd's own graph (slice, select, unbind) filled two zero tensors of the size of
+    ``qkv``, added them and copied the sum into the projection's layout (issue 18).
+    """
+
+    @staticmethod
+    def forward(ctx, qkv: Tensor, rot: Tensor, rot_conj: Tensor):  # noqa: ANN205 - autograd.Function signature
+        ctx.save_for_backward(rot_conj)
+        ctx.shape = tuple(qkv.shape)
+        pairs = torch.view_as_complex(qkv[:2].unflatten(-1, (-1, 2)))  # (2, B, H, T, Dh/2), no copy
+        q, k = torch.view_as_real(pairs * rot).flatten(-2).unbind(0)  # (B, H, T, Dh) each
+        return q, k, qkv[2]
+
+    @staticmethod
+    def backward(ctx, grad_q: Tensor | None, grad_k: Tensor | None, grad_v: Tensor | None):  # noqa: ANN205
+        (rot_conj,) = ctx.saved_tensors
+        _, B, H, T, Dh = ctx.shape
+        grad = torch.empty((B, T, 3, H, Dh), dtype=rot_conj.real.dtype, device=rot_conj.device)
+        grad = grad.permute(2, 0, 3, 1, 4)  # (3, B, H, T, Dh) over the projection's memory layout
+        # Autograd multiplied a contiguous (…, T, Dh/2) complex tensor. The vectorised and the scalar complex
+        # products round differently, so the product may be taken in another memory layout (SDPA's gradients come
+        # as (B, T, H, Dh), and the buffer is strided) only where every row of Dh/2 complex numbers is a whole number
+        # of 64-byte vectors (AVX-512 and narrower): then every element takes the vectorised product in both layouts.
+        whole_vectors = (Dh * rot_conj.real.element_size()) % 64 == 0
+        for i, g in enumerate((grad_q, grad_k)):
+            if g is None:
+                grad[i].zero_()
+            elif whole_vectors:
+                g = g if g.stride(-1) == 1 and _even_strides(g) else g.contiguous()
+                out = torch.view_as_complex(grad[i].unflatten(-1, (-1, 2)))
+                torch.mul(torch.view_as_complex(g.unflatten(-1, (-1, 2))), rot_conj, out=out)
+            else:
+                rotated = torch.view_as_complex(g.contiguous().unflatten(-1, (-1, 2))) * rot_conj
+                grad[i].copy_(torch.view_as_real(rotated).flatten(-2))
+        if grad_v is None:
+            grad[2].zero_()
+        else:
+            grad[2].copy_(grad_v)
+        return grad, None, None
+
+
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention (fused QKV projection, SDPA with ``is_causal=True``)."""
 
@@ -160,11 +214,14 @@ class CausalSelfAttention(nn.Module):
         self.dropout = config.dropout
         self.use_rope = config.positional == "rope"
 
-    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor] | None) -> Tensor:
+    def forward(self, x: Tensor, rope: tuple[Tensor, ...] | None) -> Tensor:
         B, T, D = x.shape
         qkv = self.qkv(x).view(B, T, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)  # (3, B, H, T, Dh)
-        if rope is not None:
-            q, k = apply_rope(qkv[:2], *rope).unbind(0)  # one rotation for q and k together
+        if rope is not None and len(rope) == 4 and qkv.dtype == rope[0].dtype:
+            # float32/64 (not under autocast, which makes the projection bf16/fp16): the fused rotation
+            q, k, v = _RopeQKV.apply(qkv, rope[2], rope[3])
+        elif rope is not None:
+            q, k = apply_rope(qkv[:2], rope[0], rope[1]).unbind(0)  # one rotation for q and k together
             v = qkv[2]
         else:
             q, k, v = qkv.unbind(0)
@@ -185,7 +242,7 @@ class Block(nn.Module):
         self.ffn = ffn
         self.drop = nn.Dropout(config.dropout)
 
-    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor] | None) -> tuple[Tensor, Tensor | None]:
+    def forward(self, x: Tensor, rope: tuple[Tensor, ...] | None) -> tuple[Tensor, Tensor | None]:
         x = x + self.drop(self.attn(self.ln1(x), rope))
         out = self.ffn(self.ln2(x))
         y, aux = (out.y, out.aux_loss) if isinstance(out, FFNOutput) else (out, None)
@@ -251,6 +308,10 @@ class TinyLM(nn.Module):
                 device=idx.device,
                 dtype=x.dtype,
             )
+            if x.dtype in (torch.float32, torch.float64):
+                rope = rope + _rope_rotations(
+                    T, self.config.d_model // self.config.n_heads, float(self.config.rope_base), x.device, x.dtype
+                )
         aux_total = x.new_zeros(())
         for block in self.blocks:
             x, aux = block(x, rope)

@@ -322,6 +322,7 @@ class _Passes:
             self._layers.append((s, parents, inverse, sg.edge_child[s]))
         self._edge_pos = (pos[0], pos[1])
         self._edge_prob = sg.edge_prob
+        self._weight_cache: dict[int, tuple] = {}
         # chance/external reach: fixed
         chance = np.zeros(n)
         chance[sg.roots] = sg.root_weight
@@ -340,8 +341,18 @@ class _Passes:
         for p in (0, 1):
             sel = sg.edge_ia[p] >= 0
             par = sg.edge_parent[sel]
+            prob = sg.edge_prob[sel]
+            # player 1's sign folded into the fixed factor: reach · (−c) = −(reach · c) exactly, and then
+            # (−w)·v = (−1·w)·v; an acting edge is a decision edge, whose probability 1 multiplies exactly
             self._act.append(
-                (par, chance[par], sg.edge_child[sel], pos[1 - p][sel], sg.edge_prob[sel], sg.edge_ia[p, sel])
+                (
+                    par,
+                    chance[par] if p == 0 else -chance[par],
+                    sg.edge_child[sel],
+                    pos[1 - p][sel],
+                    None if (prob == 1.0).all() else prob,
+                    sg.edge_ia[p, sel],
+                )
             )
         nodes = [np.flatnonzero(sg.node_infoset[p] >= 0) for p in (0, 1)]
         self._decision = [(nodes[p], sg.node_infoset[p, nodes[p]]) for p in (0, 1)]
@@ -408,12 +419,34 @@ class _Passes:
         """Values bottom-up; the parents of the ``top`` uppermost layers are left at 0 (CFR+ reads only the values
         of edges' children, so it skips the roots' layer)."""
         buffer = self.buffer
-        weight = buffer[self._edge_pos[0]] * buffer[self._edge_pos[1]] * self._edge_prob
+        start, pos0, pos1, prob, layers = self._weight_edges(top)
+        weight = buffer[pos0] * buffer[pos1]  # indexed from edge `start` on
+        if prob is not None:
+            weight *= prob
         value = self._terminal_utility.copy()
-        for s, parents, inverse, children in reversed(self._layers[top:]):
+        for s, parents, inverse, children in reversed(layers):
             # a parent's value is 0 until its own layer: assigning the sum equals adding it
-            value[parents] = np.bincount(inverse, weights=weight[s] * value[children], minlength=parents.size)
+            w = weight[s.start - start : s.stop - start]
+            value[parents] = np.bincount(inverse, weights=w * value[children], minlength=parents.size)
         return value
+
+    def _weight_edges(self, top: int):
+        """The edges of the layers from ``top`` down: first edge, both players' buffer positions, probabilities
+        (None where all are 1, an exact factor), and the layers (cached per ``top``)."""
+        cached = self._weight_cache.get(top)
+        if cached is None:
+            layers = self._layers[top:]
+            start = layers[0][0].start if layers else 0
+            prob = self._edge_prob[start:]
+            cached = (
+                start,
+                self._edge_pos[0][start:],
+                self._edge_pos[1][start:],
+                None if (prob == 1.0).all() else prob,
+                layers,
+            )
+            self._weight_cache[top] = cached
+        return cached
 
     def action_values(
         self, player: int, sigma: tuple[np.ndarray, np.ndarray], reach: np.ndarray, value: np.ndarray
@@ -424,21 +457,22 @@ class _Passes:
 
     def _action_values(self, player: int, reach: np.ndarray, value: np.ndarray) -> np.ndarray:
         """Step 4 from the players' reaches (rows 0 and 1 of ``reach``; the external reach is fixed)."""
-        par, chance, ch, opp_pos, prob, own_ia = self._act[player]
-        w = reach[1 - player, par] * chance * self.buffer[opp_pos] * prob
-        if player == 0:
-            return np.bincount(own_ia, weights=w * value[ch], minlength=self.sizes[0])
-        return np.bincount(own_ia, weights=-1.0 * w * value[ch], minlength=self.sizes[1])
+        par, signed_chance, ch, opp_pos, prob, own_ia = self._act[player]
+        w = reach[1 - player, par] * signed_chance * self.buffer[opp_pos]
+        if prob is not None:
+            w *= prob
+        return np.bincount(own_ia, weights=w * value[ch], minlength=self.sizes[player])
 
     def own_reach(self, player: int, reach: np.ndarray) -> np.ndarray:
         """``(J_p,)`` the player's own reach summed over each infoset's nodes."""
         nodes, infosets = self._decision[player]
         return np.bincount(infosets, weights=reach[player, nodes], minlength=self.num_infosets[player])
 
-    def regret_matching_plus(self, player: int, regret: np.ndarray) -> np.ndarray:
-        """Step 1 with the infosets' action counts gathered once (the values of :func:`regret_matching_plus`)."""
+    def regret_matching_plus(self, player: int, regret: np.ndarray, *, clipped: bool = False) -> np.ndarray:
+        """Step 1 with the infosets' action counts gathered once (the values of :func:`regret_matching_plus`);
+        ``clipped``: the regrets are CFR+'s, already ``max(·, 0)`` (clipping them again returns the same bits)."""
         ia_infoset = self.sg.ia_infoset[player]
-        positive = np.maximum(regret, 0.0)
+        positive = regret if clipped else np.maximum(regret, 0.0)
         denom = np.bincount(ia_infoset, weights=positive, minlength=self.num_infosets[player])[ia_infoset]
         out = self._uniform[player].copy()
         np.divide(positive, denom, out=out, where=denom > 0)
@@ -462,6 +496,7 @@ def solve_cfr_plus(sg: Subgame, *, iterations: int) -> SubgameSolution:
         raise ValueError(f"iterations must be >= 1, got {iterations}")
     passes = _Passes(sg)
     regret = [np.zeros(size) for size in passes.sizes]
+    zeros = [np.zeros(size) for size in passes.sizes]
     avg = [np.zeros(size) for size in passes.sizes]
     sigma = [passes.regret_matching_plus(p, regret[p]) for p in (0, 1)]
     ia_infoset = sg.ia_infoset
@@ -472,10 +507,10 @@ def solve_cfr_plus(sg: Subgame, *, iterations: int) -> SubgameSolution:
             q = passes._action_values(p, reach, passes._values(top=1))
             # Step 5: regret of each action against the infoset's expected counterfactual value.
             expected = np.bincount(ia_infoset[p], weights=sigma[p] * q, minlength=passes.num_infosets[p])
-            regret[p] = np.maximum(regret[p] + q - expected[ia_infoset[p]], 0.0)
+            regret[p] = np.maximum(regret[p] + q - expected[ia_infoset[p]], zeros[p])
             # Step 6: linear averaging weighted by the player's own reach of the infoset's nodes.
             avg[p] += t * passes.own_reach(p, reach)[ia_infoset[p]] * sigma[p]
-            sigma[p] = passes.regret_matching_plus(p, regret[p])
+            sigma[p] = passes.regret_matching_plus(p, regret[p], clipped=True)
             passes.sigma_views[p][:] = sigma[p]
     strategy = tuple(normalize_per_infoset(avg[p], sg.ia_infoset[p], passes.num_infosets[p]) for p in (0, 1))
     return evaluate_profile(sg, (strategy[0], strategy[1]), iterations=iterations)

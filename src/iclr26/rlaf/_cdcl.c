@@ -52,8 +52,9 @@ typedef struct {
     int *trail_lim, lim_len;
     int qhead;
     char *seen;
-    /* clauses in one arena: mem[off - 1] is the size (negated once deleted), mem[off ...] the literals;
-       cl_off[ci] is clause ci's offset, cl_lbd[ci] its LBD */
+    /* clauses in one arena: mem[off - 2] is the clause index ci, mem[off - 1] the size (negated once deleted),
+       mem[off ...] the literals; cl_off[ci] is clause ci's offset, cl_lbd[ci] its LBD. The watch lists hold offsets,
+       so that propagation reaches a clause with one load from the arena instead of two (issue 18) */
     int *mem;
     size_t mem_len, mem_cap;
     int *cl_off, *cl_lbd, n_clauses, cl_cap;
@@ -153,9 +154,9 @@ static int add_clause(Solver *s, const int *lits, int size, int learnt, int lbd)
         }
         s->cl_cap = cap;
     }
-    if (s->mem_len + (size_t)size + 1 > s->mem_cap) {
+    if (s->mem_len + (size_t)size + 2 > s->mem_cap) {
         size_t cap = s->mem_cap ? 2 * s->mem_cap : 1024;
-        while (cap < s->mem_len + (size_t)size + 1) cap *= 2;
+        while (cap < s->mem_len + (size_t)size + 2) cap *= 2;
         int *mem = realloc(s->mem, cap * sizeof(int));
         if (!mem) {
             s->oom = 1;
@@ -164,14 +165,15 @@ static int add_clause(Solver *s, const int *lits, int size, int learnt, int lbd)
         s->mem = mem;
         s->mem_cap = cap;
     }
-    s->mem[s->mem_len] = size;
-    int off = (int)s->mem_len + 1;
-    memcpy(s->mem + off, lits, (size_t)size * sizeof(int));
-    s->mem_len += (size_t)size + 1;
     int index = s->n_clauses++;
+    s->mem[s->mem_len] = index;
+    s->mem[s->mem_len + 1] = size;
+    int off = (int)s->mem_len + 2;
+    memcpy(s->mem + off, lits, (size_t)size * sizeof(int));
+    s->mem_len += (size_t)size + 2;
     s->cl_off[index] = off;
     s->cl_lbd[index] = lbd;
-    if (vec_push(&s->watches[lits[0]], index) || vec_push(&s->watches[lits[1]], index)) s->oom = 1;
+    if (vec_push(&s->watches[lits[0]], off) || vec_push(&s->watches[lits[1]], off)) s->oom = 1;
     if (learnt && vec_push(&s->learnts, index)) s->oom = 1;
     return index;
 }
@@ -232,7 +234,6 @@ static int load(Solver *s, const int *flat, const Py_ssize_t *offsets, Py_ssize_
 static int propagate(Solver *s) {
     signed char *restrict value = s->value;
     int *restrict mem = s->mem; /* no clause is added during propagation: the arena does not move */
-    const int *restrict cl_off = s->cl_off;
     int conflict = -1;
     while (s->qhead < s->trail_len && conflict < 0) {
         int false_lit = s->trail[s->qhead++] ^ 1;
@@ -241,8 +242,9 @@ static int propagate(Solver *s) {
         int *restrict data = ws->data;
         int i = 0, j = 0, end = ws->size;
         while (i < end) {
-            int ci = data[i++];
-            int *c = mem + cl_off[ci];
+            if (i + 4 < end) __builtin_prefetch(mem + data[i + 4] - 2); /* the clause four watches ahead */
+            int off = data[i++];
+            int *c = mem + off;
             int size = c[-1];
             if (size < 0) continue; /* deleted learnt clause: drop the watch */
             if (c[0] == false_lit) {
@@ -251,7 +253,7 @@ static int propagate(Solver *s) {
             }
             int first = c[0];
             if (value[first] == 1) {
-                data[j++] = ci;
+                data[j++] = off;
                 continue;
             }
             int moved = 0;
@@ -260,18 +262,18 @@ static int propagate(Solver *s) {
                 if (value[lk] != -1) {
                     c[1] = lk;
                     c[k] = false_lit;
-                    if (vec_push(&s->watches[lk], ci)) s->oom = 1;
+                    if (vec_push(&s->watches[lk], off)) s->oom = 1;
                     moved = 1;
                     break;
                 }
             }
             if (moved) continue;
-            data[j++] = ci;
+            data[j++] = off;
             if (value[first] == -1) {
-                conflict = ci;
+                conflict = c[-2];
                 while (i < end) data[j++] = data[i++];
             } else {
-                assign(s, first, ci);
+                assign(s, first, c[-2]);
             }
         }
         ws->size = j;
