@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -103,11 +104,13 @@ __all__ = [
     "apply_task_vector",
     "completion_token_logprobs",
     "default_gguf_path",
+    "distribute",
     "grpo_step",
     "load_adapter",
     "load_pretrained",
     "merge_lora",
     "merged_weights",
+    "parallel_world",
     "sample_rollout",
     "save_adapter",
     "score_rollout",
@@ -347,6 +350,7 @@ class PretrainedLM:
     Attributes:
         model: the ``transformers`` causal LM (a ``peft`` model after :func:`add_lora`).
         tokenizer: its tokenizer; the chat template is used as shipped.
+        parallel: ``"ddp"``/``"fsdp"`` after :func:`distribute` under torchrun, else None.
         source: where it came from (:class:`ModelSource`).
         dtype: ``"bfloat16"`` or ``"float32"``.
     """
@@ -363,6 +367,10 @@ class PretrainedLM:
         if not self.eos_token_ids:
             raise ValueError("the tokenizer defines no eos_token; generation could never stop on its own")
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_token_ids[0]
+        #: ``"ddp"``/``"fsdp"`` after :func:`distribute` in a world of several ranks, else None
+        self.parallel: str | None = None
+        #: the module training steps run forward through after :func:`distribute` (DDP wrapper or sharded model)
+        self.train_model: nn.Module | None = None
 
     @property
     def device(self) -> torch.device:
@@ -503,7 +511,12 @@ class PretrainedLM:
                 if criteria is not None:
                     criteria[0].prompt_length = ids.shape[1]
                 out = self.model.generate(
-                    input_ids=ids, attention_mask=attention, generation_config=config, stopping_criteria=criteria
+                    input_ids=ids,
+                    attention_mask=attention,
+                    generation_config=config,
+                    stopping_criteria=criteria,
+                    # FSDP: every rank runs the same number of forward passes (they all-gather the shards)
+                    **({"synced_gpus": True} if self.parallel == "fsdp" else {}),
                 )
                 completions.extend(out[:, ids.shape[1] :].tolist())
         texts, kept, reasons = [], [], []
@@ -814,7 +827,8 @@ def sft_step(
     """One supervised fine-tuning step: minimise ``−Σ log π(c_t | p, c_<t) / #tokens`` over the batch.
 
     Micro-batches accumulate gradients weighted by their token share, so the step does not depend on
-    ``micro_batch_size``.
+    ``micro_batch_size``. After :func:`distribute` (data parallel under torchrun) every rank passes its shard of the
+    global batch; see :func:`distribute` for what the step then equals.
 
     Args:
         lm: the model (usually with LoRA adapters).
@@ -833,6 +847,9 @@ def sft_step(
     prompt_ids = lm.encode_prompts(prompts, chat=chat)
     completion_ids = lm.encode_completions(completions, add_eos=add_eos)
     total = sum(len(c) for c in completion_ids)
+    world = parallel_world(lm)
+    if world.is_distributed:
+        return _sft_step_parallel(lm, optimizer, prompt_ids, completion_ids, micro_batch_size, max_grad_norm)
     if total == 0:
         raise ValueError("completions hold no tokens; nothing to train on")
     optimizer.zero_grad(set_to_none=True)
@@ -970,8 +987,15 @@ def sample_rollout(
     reference: PretrainedLM | Literal["base"] | None = None,
     batch_size: int = 32,
     micro_batch_size: int = 16,
+    prompt_seeds: Sequence[int] | None = None,
 ) -> Rollout:
     """Step 1 of a GRPO iteration: sample ``G`` completions per prompt and score them (:func:`score_rollout`).
+
+    With ``prompt_seeds`` each prompt's ``G`` completions are drawn in a generation call of their own, seeded with
+    the prompt's seed (``seed`` is then unused): a prompt's completions depend only on the policy, the prompt and
+    its seed, not on which other prompts share the batch. That is what data parallelism needs: a rank that samples
+    its shard of the prompts with their global seeds draws exactly what one process drawing the whole batch this
+    way would.
 
     Args:
         lm: the current policy ``π_θ`` (kept as ``π_θ_old`` through ``logp_old``).
@@ -980,12 +1004,31 @@ def sample_rollout(
         max_new_tokens, temperature, top_p, seed, stop, chat, batch_size: as :meth:`PretrainedLM.generate`.
         reference: as :func:`score_rollout`.
         micro_batch_size: sequences per scoring forward pass.
+        prompt_seeds: one sampling seed per prompt (see above); ``None``: one stream, ``seed``, for the batch.
 
     Returns:
         :class:`Rollout` with ``N = Q·G`` rows.
     """
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
+    if prompt_seeds is not None:
+        if len(prompt_seeds) != len(prompts):
+            raise ValueError(f"prompt_seeds: one seed per prompt expected ({len(prompts)}), got {len(prompt_seeds)}")
+        kwargs = dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, stop=stop, chat=chat)
+        parts = [
+            lm.generate([p] * group_size, seed=int(s), batch_size=batch_size, **kwargs)
+            for p, s in zip(prompts, prompt_seeds, strict=True)
+        ]
+        return score_rollout(
+            lm,
+            [ids for g in parts for ids in g.prompt_ids],
+            [ids for g in parts for ids in g.completion_ids],
+            group_size=group_size,
+            texts=[t for g in parts for t in g.texts],
+            reference=reference,
+            finish_reasons=[r for g in parts for r in g.finish_reasons],
+            micro_batch_size=micro_batch_size,
+        )
     repeated = [p for p in prompts for _ in range(group_size)]
     gen = lm.generate(
         repeated,
@@ -1054,7 +1097,9 @@ def grpo_step(
        (samples for ``"sequence"``, tokens for ``"token"``), so the gradient equals the full-batch one.
     3. Clip the gradient norm, step the optimizer, zero the gradients.
 
-    Call it several times on one rollout for several updates per sample (``logp_old`` stays fixed).
+    Call it several times on one rollout for several updates per sample (``logp_old`` stays fixed). After
+    :func:`distribute` every rank passes the rollout of its shard of the prompts (whole groups); see
+    :func:`distribute`.
 
     Args:
         lm: the policy (usually with LoRA adapters).
@@ -1090,6 +1135,10 @@ def grpo_step(
     advantages = advantages.to(device)
     mask = rollout.mask.to(device)
     total_tokens = int(mask.sum())
+    if parallel_world(lm).is_distributed:
+        return _grpo_step_parallel(
+            lm, optimizer, rollout, advantages, mask, beta, clip_eps, aggregation, micro_batch_size, max_grad_norm
+        )
     sums = dict.fromkeys(("loss", "surrogate", "kl", "ratio_mean", "clip_fraction"), 0.0)
     optimizer.zero_grad(set_to_none=True)
     for s in range(0, n, micro_batch_size):
@@ -1117,6 +1166,197 @@ def grpo_step(
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return GRPOStepResult(**sums, grad_norm=grad_norm, n_tokens=total_tokens)
+
+
+# ------------------------------------------------------------------------------------------------ data parallel
+PARALLEL_MODES = ("ddp", "fsdp")
+
+
+def parallel_world(lm: PretrainedLM) -> Any:
+    """The :class:`~iclr26.common.distributed.World` whose ranks ``lm``'s training steps span: the process group's
+    after :func:`distribute` (with more than one rank), else a one-process world."""
+    from iclr26.common.distributed import SINGLE, current_world
+
+    return current_world() if lm.parallel else SINGLE
+
+
+def distribute(lm: PretrainedLM, *, mode: Literal["ddp", "fsdp"] = "ddp") -> PretrainedLM:
+    """Make ``lm``'s training steps data parallel over the ranks of the process group (``torchrun``), in place.
+
+    Call it on every rank after :func:`add_lora` (or :func:`load_adapter`) and before creating the optimizer. In a
+    one-process world (no process group, or one rank) it does nothing, so a one-process run is unchanged.
+
+    - ``"ddp"``: :class:`torch.nn.parallel.DistributedDataParallel` around ``lm.model`` (its forward is used by
+      :func:`sft_step`/:func:`grpo_step`; generation and scoring without gradient use ``lm.model`` itself). Every
+      rank holds the whole model; the trainable parameters' gradients (the LoRA adapters' only: the base weights
+      are frozen) are averaged over the ranks.
+    - ``"fsdp"``: FSDP2 (``torch.distributed.fsdp.fully_shard``) on every decoder layer and on the whole model, in
+      place. What is sharded: every parameter, frozen base weights and LoRA adapters alike (dim-0 shards, one per
+      rank), so each rank stores ``1/world`` of the weights, of the adapters' gradients and of the optimizer's
+      moments (which are built over the sharded adapter parameters); a layer's full weights are all-gathered for
+      its forward and backward and freed again, and the adapters' gradients are reduce-scattered (averaged). With
+      LoRA the trainable part is small (~1% of SmolLM2's parameters), so FSDP's saving is the frozen base weights
+      and activations' peak; it is meant for a base model that does not fit one device. Generation and scoring
+      run through the same sharded modules (each forward gathers the layers it needs).
+
+    What a step equals: every rank passes its shard of the global batch (for GRPO, whole prompt groups) to
+    :func:`sft_step` / :func:`grpo_step`; the step all-reduces the global token and sample counts, weights each
+    micro-batch's loss by ``world size ×`` its share of the *global* batch (DDP/FSDP average the gradients), and
+    sums the reported loss terms over the ranks. So the update equals the one-process step on the concatenated
+    batch up to float summation order (``tests/common/test_pretrained_distributed.py`` states the tolerance), and
+    the reported loss is the global one. Every rank needs at least one completion token in each of its
+    micro-batches (a sampled completion always has one). Under ``"fsdp"`` every forward pass is collective, so
+    every rank must make the same calls: the same number of prompts per rank (for :func:`sample_rollout` with
+    ``prompt_seeds``, one generation call per prompt) and of micro-batches; generation then runs with
+    ``synced_gpus=True`` (a rank whose sequences are done keeps stepping until every rank's are).
+
+    Args:
+        lm: a model with trainable parameters (usually LoRA adapters), on this rank's device.
+        mode: ``"ddp"`` or ``"fsdp"``.
+
+    Returns:
+        ``lm``, with ``lm.parallel`` set to ``mode`` (``None`` in a one-process world).
+
+    Raises:
+        ValueError: for another ``mode``, a model without trainable parameters, or a model already distributed.
+    """
+    from iclr26.common.distributed import current_world
+
+    if mode not in PARALLEL_MODES:
+        raise ValueError(f"mode must be one of {PARALLEL_MODES}, got {mode!r}")
+    if lm.parallel:
+        raise ValueError(f"lm is already distributed ({lm.parallel}); distribute it once")
+    _trainable(lm)
+    lm.parallel = None
+    world = current_world()
+    if not world.is_distributed:
+        return lm
+    device = lm.device
+    if mode == "ddp":
+        lm.train_model = nn.parallel.DistributedDataParallel(
+            lm.model, device_ids=[device.index] if device.type == "cuda" else None
+        )
+    else:
+        from torch.distributed.fsdp import fully_shard
+
+        # the root is the transformers model inside peft's wrappers: both training forwards and generate() call it
+        root = lm.model.get_base_model() if lm.has_lora else lm.model
+        layers = [m for m in root.modules() if type(m).__name__.endswith("DecoderLayer")]
+        if not layers:
+            raise ValueError("fsdp: found no *DecoderLayer module to shard in lm.model")
+        for layer in layers:
+            fully_shard(layer)
+        fully_shard(root)
+        lm.train_model = lm.model
+    lm.parallel = mode
+    return lm
+
+
+def _parallel_counts(world: Any, values: Sequence[float], device: torch.device) -> list[float]:
+    from iclr26.common.distributed import all_reduce_sum
+
+    return all_reduce_sum(values, device=device if device.type == "cuda" else "cpu")
+
+
+def _parallel_clip(params: list[nn.Parameter], max_grad_norm: float | None) -> float:
+    """Gradient norm (clipped to ``max_grad_norm`` unless None) of possibly sharded (FSDP2 DTensor) gradients."""
+    grads = [p for p in params if p.grad is not None]
+    norm = torch.nn.utils.clip_grad_norm_(grads, math.inf if max_grad_norm is None else max_grad_norm)
+    return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+
+
+def _sft_step_parallel(
+    lm: PretrainedLM,
+    optimizer: torch.optim.Optimizer,
+    prompt_ids: list[list[int]],
+    completion_ids: list[list[int]],
+    micro_batch_size: int,
+    max_grad_norm: float | None,
+) -> StepResult:
+    """:func:`sft_step` over this rank's shard; gradients of the global mean NLL (see :func:`distribute`)."""
+    world, device = parallel_world(lm), lm.device
+    params = _trainable(lm)
+    local = sum(len(c) for c in completion_ids)
+    (total,) = _parallel_counts(world, [local], device)
+    if total == 0:
+        raise ValueError("completions hold no tokens on any rank; nothing to train on")
+    if not prompt_ids or any(
+        sum(len(c) for c in completion_ids[s : s + micro_batch_size]) == 0
+        for s in range(0, len(prompt_ids), micro_batch_size)
+    ):
+        raise ValueError(
+            f"rank {world.rank}: every rank needs a non-empty shard whose micro-batches hold completion tokens"
+        )
+    optimizer.zero_grad(set_to_none=True)
+    loss_sum = 0.0
+    for s in range(0, len(prompt_ids), micro_batch_size):
+        scored = completion_token_logprobs(
+            lm.train_model,
+            prompt_ids[s : s + micro_batch_size],
+            completion_ids[s : s + micro_batch_size],
+            pad_token_id=lm.pad_token_id,
+            micro_batch_size=micro_batch_size,
+        )
+        nll = -(scored.logprobs * scored.mask).sum() / total
+        (nll * world.size).backward()  # DDP / FSDP average over the ranks: the global mean's gradient
+        loss_sum += float(nll.detach())
+    (loss,) = _parallel_counts(world, [loss_sum], device)
+    grad_norm = _parallel_clip(params, max_grad_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return StepResult(loss=loss, n_tokens=int(total), grad_norm=grad_norm)
+
+
+def _grpo_step_parallel(
+    lm: PretrainedLM,
+    optimizer: torch.optim.Optimizer,
+    rollout: Rollout,
+    advantages: Tensor,
+    mask: Tensor,
+    beta: float,
+    clip_eps: float,
+    aggregation: str,
+    micro_batch_size: int,
+    max_grad_norm: float | None,
+) -> GRPOStepResult:
+    """:func:`grpo_step` over this rank's shard of the prompts; weights by the global batch (:func:`distribute`)."""
+    world, device = parallel_world(lm), lm.device
+    params = _trainable(lm)
+    n = mask.shape[0]
+    n_global, tokens_global = _parallel_counts(world, [n, float(mask.sum())], device)
+    if n == 0 or any(not mask[s : s + micro_batch_size].any() for s in range(0, n, micro_batch_size)):
+        raise ValueError(
+            f"rank {world.rank}: every rank needs a non-empty shard whose micro-batches hold completion tokens"
+        )
+    names = ("loss", "surrogate", "kl", "ratio_mean", "clip_fraction")
+    sums = dict.fromkeys(names, 0.0)
+    optimizer.zero_grad(set_to_none=True)
+    for s in range(0, n, micro_batch_size):
+        rows = slice(s, min(s + micro_batch_size, n))
+        scored = completion_token_logprobs(
+            lm.train_model,
+            rollout.prompt_ids[rows],
+            rollout.completion_ids[rows],
+            pad_token_id=lm.pad_token_id,
+            micro_batch_size=micro_batch_size,
+        )
+        t_mb = scored.logprobs.shape[1]
+        logp, m = scored.logprobs, mask[rows, :t_mb]
+        logp_old = rollout.logp_old[rows, :t_mb].to(device)
+        adv = advantages[rows] if advantages.ndim == 1 else advantages[rows, :t_mb]
+        kl = kl_k3(logp, rollout.logp_ref[rows, :t_mb].to(device)) if beta > 0 else None
+        terms = grpo_loss(logp, logp_old, adv, mask=m, kl=kl, beta=beta, clip_eps=clip_eps, aggregation=aggregation)
+        # the micro-batch's share of the *global* batch: samples (Eq. (3)) or tokens
+        share = rows.stop - rows.start if aggregation == "sequence" else float(m.sum())
+        weight = share / (n_global if aggregation == "sequence" else max(tokens_global, 1.0))
+        (weight * world.size * terms.loss).backward()  # DDP / FSDP average over the ranks
+        for name in sums:
+            sums[name] += weight * float(getattr(terms, name).detach())
+    reduced = _parallel_counts(world, [sums[name] for name in names], device)
+    grad_norm = _parallel_clip(params, max_grad_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return GRPOStepResult(**dict(zip(names, reduced, strict=True)), grad_norm=grad_norm, n_tokens=int(tokens_global))
 
 
 # ------------------------------------------------------------------------------------------------ task vectors

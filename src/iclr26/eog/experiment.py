@@ -162,6 +162,21 @@ class EogConfig(ExperimentConfig):
             "LM always runs on the CPU"
         },
     )
+    rollout_seeds: Literal["auto", "batch", "prompt"] = field(
+        default="auto",
+        metadata={
+            "help": "GRPO sampling streams: batch = one stream for a step's whole batch (the one-process record); "
+            "prompt = one seed per prompt, so a prompt's samples do not depend on the ranks (torchrun needs it); "
+            "auto = batch in one process, prompt under torchrun"
+        },
+    )
+    parallel: Literal["ddp", "fsdp"] = field(
+        default="ddp",
+        metadata={
+            "help": "gradient averaging of the GRPO stages under torchrun: ddp, or fsdp (FSDP2 shards SmolLM2's "
+            "weights, the adapters' gradients and optimizer state; smollm2 backend only); unused in one process"
+        },
+    )
 
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {
@@ -233,6 +248,13 @@ class EogConfig(ExperimentConfig):
         require(0.0 < self.clip_eps < 1.0, "clip_eps", f"must lie in (0, 1), got {self.clip_eps}")
         require(0.5 <= self.confidence < 1.0, "confidence", f"must lie in [0.5, 1), got {self.confidence}")
         require(self.kg_scale > 0, "kg_scale", f"must be > 0, got {self.kg_scale}")
+        require(self.rollout_seeds in ("auto", "batch", "prompt"), "rollout_seeds", "must be auto, batch or prompt")
+        require(self.parallel in ("ddp", "fsdp"), "parallel", f"must be ddp or fsdp, got {self.parallel!r}")
+        require(
+            self.parallel == "ddp" or self.backend == "smollm2",
+            "parallel",
+            "fsdp shards the pretrained LM: it needs backend=smollm2 (the tiny LM uses ddp)",
+        )
         require(self.f1_tolerance >= 0, "f1_tolerance", f"must be >= 0, got {self.f1_tolerance}")
         if self.data is not None:
             try:
@@ -409,7 +431,11 @@ def run_seed(config: EogConfig, task: KGTask, i: int, ctx: RunContext) -> dict[s
             )
         return ArmResult(*_evaluate(policy, task), losses=losses)
 
+    per_prompt = per_prompt_seeds(config, ctx)
+
     def rl(policy: Policy, steps: int, weights, key: str, desc: str, override=None) -> StageCurves:
+        if ctx.world.is_distributed:
+            policy.distribute(config.parallel)
         with bar(steps, desc) as b:
             return grpo_stage(
                 policy,
@@ -421,6 +447,7 @@ def run_seed(config: EogConfig, task: KGTask, i: int, ctx: RunContext) -> dict[s
                 seed=derive_seed(config.seed, key, i),
                 path_override=override,
                 progress=lambda: b.update(1),
+                per_prompt_seeds=per_prompt,
             )
 
     def stage2_unit() -> ArmResult:
@@ -442,6 +469,20 @@ def run_seed(config: EogConfig, task: KGTask, i: int, ctx: RunContext) -> dict[s
 
         results[arm] = ctx.unit(f"grpo2-{arm}-seed{i}", stage3_unit)
     return results
+
+
+def per_prompt_seeds(config: EogConfig, ctx: RunContext) -> bool:
+    """Whether GRPO samples with one seed per prompt (``rollout_seeds``; ``auto``: under torchrun only).
+
+    Raises:
+        ConfigError: naming ``rollout_seeds`` for ``batch`` under torchrun (one stream cannot be sharded).
+    """
+    require(
+        not (config.rollout_seeds == "batch" and ctx.world.is_distributed),
+        "rollout_seeds",
+        f"batch (one sampling stream per step) cannot be split over {ctx.world.size} ranks; use prompt or auto",
+    )
+    return config.rollout_seeds == "prompt" or (config.rollout_seeds == "auto" and ctx.world.is_distributed)
 
 
 # ------------------------------------------------------------------------------------------------ SmolLM2 check
@@ -662,4 +703,4 @@ def _plots(runs: list[dict[str, ArmResult]], ctx: RunContext) -> None:
     ctx.save_plot(fig, "faithfulness_f1.png")
 
 
-EXPERIMENT = Experiment(config_cls=EogConfig, run=run)
+EXPERIMENT = Experiment(config_cls=EogConfig, run=run, data_parallel=True)

@@ -12,6 +12,13 @@ pipeline of :mod:`iclr26.eog.training` is one code path:
   with token-mean aggregation and no KL term (the official ``train/run_eog.sh``);
 - ``greedy(examples)``: greedy completions (evaluation).
 
+Data parallel (``torchrun``, :mod:`iclr26.common.distributed`): ``distribute(mode)`` makes the GRPO updates of a
+policy data parallel (DDP for the tiny LM; DDP or FSDP2 through :func:`iclr26.common.pretrained.distribute` for
+the pretrained LM), and ``sample_prompts(examples, group_size, seeds)`` draws each prompt's ``G`` completions from
+a seed of its own, so that a rank sampling its shard of the prompts draws what one process would. Each rank then
+passes its shard's samples to ``grpo_update``, which normalises by the global token count (all-reduced) so that the
+averaged gradient is the one-process gradient of the whole batch's token mean.
+
 Glossary: ``B`` sequences, ``L`` sequence length, ``T`` completion tokens, ``V`` vocabulary, ``Q`` prompts,
 ``G`` samples per prompt, ``D`` width, ``H`` heads.
 
@@ -30,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from iclr26.common.distributed import all_reduce_sum, current_world
 from iclr26.common.grpo import group_relative_advantages, grpo_loss
 from iclr26.common.tinylm import TinyLM, TinyLMConfig, apply_rope, rope_tables
 from iclr26.eog.data import KGQAExample, compact_prompt, official_prompt
@@ -110,6 +118,10 @@ class Policy(Protocol):
 
     def greedy(self, examples: Sequence[KGQAExample]) -> Samples: ...
 
+    def sample_prompts(self, examples: Sequence[KGQAExample], *, group_size: int, seeds: Sequence[int]) -> Samples: ...
+
+    def distribute(self, mode: str = "ddp") -> Policy: ...
+
     def state(self) -> dict[str, Tensor]: ...
 
     def load_state(self, state: dict[str, Tensor]) -> None: ...
@@ -164,6 +176,19 @@ class TinyPolicy:
                 )
             )
         self._opt: dict[str, torch.optim.Optimizer] = {}
+        self.net: nn.Module = self.model  # the DDP wrapper after distribute() under torchrun
+
+    def distribute(self, mode: str = "ddp") -> TinyPolicy:
+        """Make :meth:`grpo_update` data parallel over the process group's ranks (DDP; no-op in one process).
+
+        Raises:
+            ValueError: for a mode other than ``"ddp"`` (FSDP is for the pretrained LM).
+        """
+        if mode != "ddp":
+            raise ValueError(f"the tiny LM runs data parallel with mode='ddp', got {mode!r} (fsdp: the pretrained LM)")
+        if current_world().is_distributed and self.net is self.model:
+            self.net = nn.parallel.DistributedDataParallel(self.model)
+        return self
 
     def _optimizer(self, kind: str) -> torch.optim.Optimizer:
         if kind not in self._opt:
@@ -199,6 +224,16 @@ class TinyPolicy:
         prompts = [self.prompt_ids(e) for e in examples for _ in range(group_size)]
         return self._generate(prompts, group_size, self.temperature, gen)
 
+    def sample_prompts(self, examples: Sequence[KGQAExample], *, group_size: int, seeds: Sequence[int]) -> Samples:
+        """``G`` completions per prompt, each prompt's drawn in a batch of their own from ``torch.Generator(seed)``."""
+        parts = [
+            self._generate(
+                [self.prompt_ids(e)] * group_size, group_size, self.temperature, torch.Generator().manual_seed(s)
+            )
+            for e, s in zip(examples, seeds, strict=True)
+        ]
+        return _concat(parts, group_size)
+
     def greedy(self, examples: Sequence[KGQAExample]) -> Samples:
         """Greedy completions, one per example."""
         return self._generate([self.prompt_ids(e) for e in examples], 1, 0.0, None)
@@ -214,6 +249,8 @@ class TinyPolicy:
         """One GRPO step on ``samples`` with ``rewards`` ``(Q, G)`` (module docstring)."""
         prompts, completions = samples.handle
         adv = group_relative_advantages(rewards.reshape(-1, samples.group_size).double()).float().reshape(-1)  # (N,)
+        if self.net is not self.model:
+            return self._grpo_update_parallel(prompts, completions, adv)
         if not bool(adv.abs().gt(0).any()):
             return 0.0  # every group tied: no gradient (verl's GRPO gives these advantage 0 too)
         seq, plen, clen = _pack(list(zip(prompts, completions, strict=True)))
@@ -223,6 +260,23 @@ class TinyPolicy:
         loss = grpo_loss(logp, logp.detach(), adv, mask=mask, clip_eps=self.clip_eps, aggregation="token").loss
         return self._step("rl", loss)
 
+    def _grpo_update_parallel(self, prompts, completions, adv: Tensor) -> float:
+        """:meth:`grpo_update` on this rank's shard: the token mean over every rank's tokens (all-reduced count);
+        DDP averages ``world size ×`` the shard's share: the whole batch's gradient. Returns the global loss."""
+        world = current_world()
+        (signal,) = all_reduce_sum([float(adv.abs().gt(0).any())])
+        if signal == 0:
+            return 0.0  # every group of every rank tied
+        seq, plen, clen = _pack(list(zip(prompts, completions, strict=True)))
+        self.model.train()
+        logp, mask = _completion_logprobs(self.net, seq, plen, clen)  # (N_r, T)
+        (tokens,) = all_reduce_sum([float(mask.sum())])
+        loss = grpo_loss(logp, logp.detach(), adv, mask=mask, clip_eps=self.clip_eps, aggregation="token").loss
+        share = loss * (float(mask.sum()) / tokens)  # this rank's part of the global token mean
+        self._step("rl", share * world.size)
+        (total,) = all_reduce_sum([float(share.detach())])
+        return total
+
     def state(self) -> dict[str, Tensor]:
         """The model's weights as CPU tensors."""
         return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
@@ -231,6 +285,17 @@ class TinyPolicy:
         """Load weights from :meth:`state`; optimizer moments start afresh."""
         self.model.load_state_dict(state)
         self._opt.clear()
+
+
+def _concat(parts: Sequence[Samples], group_size: int) -> Samples:
+    """The rows of several tiny-LM :class:`Samples` in order (handles ``(prompts, completions)`` joined)."""
+    return Samples(
+        [t for p in parts for t in p.texts],
+        [n for p in parts for n in p.n_tokens],
+        [f for p in parts for f in p.finished],
+        group_size,
+        handle=([r for p in parts for r in p.handle[0]], [c for p in parts for c in p.handle[1]]),
+    )
 
 
 def _pack(rows: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tuple[Tensor, Tensor, Tensor]:
@@ -402,6 +467,31 @@ class PretrainedPolicy:
         )
         return self._samples(rollout.texts, rollout.completion_ids, rollout.finish_reasons, group_size, rollout)
 
+    def distribute(self, mode: str = "ddp") -> PretrainedPolicy:
+        """Make the updates data parallel (:func:`iclr26.common.pretrained.distribute`: ``"ddp"`` or ``"fsdp"``);
+        a no-op in one process. Call it after :meth:`load_state`."""
+        from iclr26.common.pretrained import distribute
+
+        distribute(self.lm, mode=mode)  # type: ignore[arg-type]
+        self._opt.clear()  # optimizers over the (possibly sharded) parameters
+        return self
+
+    def sample_prompts(self, examples: Sequence[KGQAExample], *, group_size: int, seeds: Sequence[int]) -> Samples:
+        """:meth:`sample` with one seed per prompt (``sample_rollout(prompt_seeds=...)``)."""
+        from iclr26.common.pretrained import sample_rollout
+
+        rollout = sample_rollout(
+            self.lm,
+            [official_prompt(e) for e in examples],
+            group_size=group_size,
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            stop=self.STOP,
+            micro_batch_size=self.micro_batch_size,
+            prompt_seeds=[s % 2**31 for s in seeds],
+        )
+        return self._samples(rollout.texts, rollout.completion_ids, rollout.finish_reasons, group_size, rollout)
+
     def greedy(self, examples: Sequence[KGQAExample]) -> Samples:
         """Greedy completions in the official layout."""
         gen = self.lm.generate(
@@ -435,7 +525,13 @@ class PretrainedPolicy:
         return out.loss
 
     def state(self) -> dict[str, Tensor]:
-        """The LoRA adapters as CPU tensors."""
+        """The LoRA adapters as CPU tensors (gathered from their shards under FSDP)."""
+        if self.lm.parallel == "fsdp":
+            return {
+                n.replace("_fsdp_wrapped_module.", ""): p.full_tensor().detach().cpu().clone()
+                for n, p in self.lm.model.named_parameters()
+                if p.requires_grad
+            }
         return {n: p.detach().cpu().clone() for n, p in self.lm.model.named_parameters() if p.requires_grad}
 
     def load_state(self, state: dict[str, Tensor]) -> None:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
+from iclr26.common.seeding import derive_seed
 from iclr26.eog.data import KGQAExample, make_trace
 from iclr26.eog.policy import Policy
 from iclr26.eog.rewards import RewardWeights, eog_reward, extract_triples, parse_output
@@ -111,6 +113,7 @@ def grpo_stage(
     seed: int,
     path_override: dict[str, list[list[list[str]]]] | None = None,
     progress: Callable[[], None] | None = None,
+    per_prompt_seeds: bool = False,
 ) -> StageCurves:
     """Stages 2–3: ``steps`` GRPO steps with reward weights ``weights`` (module docstring, steps 1–4).
 
@@ -125,6 +128,13 @@ def grpo_stage(
         path_override: ``{qid: path}`` used by the reward's path term instead of the gold path (the placebo
             control); the curves' ``path`` still reports the gold path reward.
         progress: called after each step.
+        per_prompt_seeds: sample each prompt's ``G`` completions from a seed of its own
+            (``derive_seed(step seed, "prompt", q)``, ``q`` its index in the step's draw; :meth:`Policy.sample_prompts`)
+            instead of one stream for the batch. Required under torchrun, where each rank then takes its contiguous
+            shard of the ``Q`` prompts (:func:`~iclr26.common.distributed.shard_range`), scores it, updates through
+            the policy's data-parallel ``grpo_update``, and the curves are summed over the ranks: a run on ``N`` ranks
+            draws the completions of a one-process run with ``per_prompt_seeds=True`` and follows its trajectory up
+            to float summation order.
 
     Returns:
         :class:`StageCurves`.
@@ -133,6 +143,15 @@ def grpo_stage(
         raise ValueError(f"group_size must be >= 2 for a group-relative advantage, got {group_size}")
     gen = torch.Generator().manual_seed(seed % 2**63)
     curves = StageCurves()
+    world = current_world()
+    if world.is_distributed and not per_prompt_seeds:
+        raise ValueError("under torchrun grpo_stage needs per_prompt_seeds=True (one stream cannot be sharded)")
+    if prompts_per_step < world.size:
+        raise ValueError(f"prompts_per_step={prompts_per_step} must be >= the number of ranks ({world.size})")
+    if per_prompt_seeds:
+        return _grpo_stage_per_prompt(
+            policy, pool, steps, prompts_per_step, group_size, weights, gen, path_override, progress
+        )
     for _ in range(steps):
         idx = torch.randint(len(pool), (prompts_per_step,), generator=gen).tolist()
         batch = [pool[i] for i in idx]
@@ -158,6 +177,58 @@ def grpo_stage(
         curves.valid.append(float(np.mean(valid)))
         curves.length.append(float(np.mean(samples.n_tokens)))
         curves.n_tokens += int(sum(samples.n_tokens))
+        if progress is not None:
+            progress()
+    return curves
+
+
+def _score(
+    samples, batch, group_size, weights, path_override
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Step 3: total reward, F1, gold path reward and validity of each sampled row."""
+    totals, f1s, paths, valid = [], [], [], []
+    for row, text in enumerate(samples.texts):
+        e = batch[row // group_size]
+        scored = eog_reward(text, e.answers, e.path_as_lists(), weights=weights)
+        total = scored.total
+        if path_override is not None and scored.valid:
+            total = eog_reward(text, e.answers, path_override[e.qid], weights=weights).total
+        totals.append(total)
+        f1s.append(scored.f1)
+        paths.append(scored.path)
+        valid.append(float(scored.valid))
+    return totals, f1s, paths, valid
+
+
+def _grpo_stage_per_prompt(
+    policy, pool, steps, prompts_per_step, group_size, weights, gen, path_override, progress
+) -> StageCurves:
+    """:func:`grpo_stage` with per-prompt seeds, each rank on its shard of the prompts (see ``per_prompt_seeds``)."""
+    world = current_world()
+    if getattr(getattr(policy, "lm", None), "parallel", None) == "fsdp" and prompts_per_step % world.size:
+        raise ValueError(
+            f"prompts_per_step={prompts_per_step} must be a multiple of the number of ranks ({world.size}) with "
+            "parallel=fsdp (every rank makes the same generation calls)"
+        )
+    shard = shard_range(prompts_per_step, world.rank, world.size)
+    n_rows = prompts_per_step * group_size
+    curves = StageCurves()
+    for _ in range(steps):
+        idx = torch.randint(len(pool), (prompts_per_step,), generator=gen).tolist()  # the same on every rank
+        step_seed = int(torch.randint(2**31, (1,), generator=gen))
+        batch = [pool[idx[q]] for q in shard]
+        seeds = [derive_seed(step_seed, "prompt", q) % 2**31 for q in shard]
+        samples = policy.sample_prompts(batch, group_size=group_size, seeds=seeds)
+        totals, f1s, paths, valid = _score(samples, batch, group_size, weights, path_override)
+        rewards = torch.tensor(totals, dtype=torch.float64).reshape(len(batch), group_size)
+        policy.grpo_update(samples, rewards)
+        sums = all_reduce_sum([sum(totals), sum(f1s), sum(paths), sum(valid), float(sum(samples.n_tokens))])
+        curves.reward.append(sums[0] / n_rows)
+        curves.f1.append(sums[1] / n_rows)
+        curves.path.append(sums[2] / n_rows)
+        curves.valid.append(sums[3] / n_rows)
+        curves.length.append(sums[4] / n_rows)
+        curves.n_tokens += int(sums[4])
         if progress is not None:
             progress()
     return curves

@@ -58,6 +58,7 @@ from iclr26.hicra.training import (
     encode_prompts,
     generate,
     train_rl,
+    train_rl_sharded,
     train_sft,
 )
 
@@ -151,6 +152,21 @@ class HicraConfig(ExperimentConfig):
         },
     )
     lora_r: int = field(default=16, metadata={"help": "LoRA rank (smollm2 backend only; not in the paper)"})
+    rollout_seeds: Literal["auto", "batch", "prompt"] = field(
+        default="auto",
+        metadata={
+            "help": "RL sampling streams: batch = one stream for a step's whole batch (the one-process record); "
+            "prompt = one seed per prompt, so a prompt's samples do not depend on the ranks (torchrun needs it); "
+            "auto = batch in one process, prompt under torchrun"
+        },
+    )
+    parallel: Literal["ddp", "fsdp"] = field(
+        default="ddp",
+        metadata={
+            "help": "gradient averaging under torchrun: ddp, or fsdp (FSDP2 shards the pretrained LM's weights, "
+            "adapters' gradients and optimizer state; smollm2 backend only); unused in one process"
+        },
+    )
     device: str = field(
         default="cpu", metadata={"help": "torch device: cpu, cuda, cuda:N or auto (gpu preset: cuda, smollm2)"}
     )
@@ -219,6 +235,13 @@ class HicraConfig(ExperimentConfig):
         require(0.0 < self.merge_jaccard <= 1.0, "merge_jaccard", f"must lie in (0, 1], got {self.merge_jaccard}")
         require(0.5 <= self.confidence < 1.0, "confidence", f"must lie in [0.5, 1), got {self.confidence}")
         require(0.0 <= self.entropy_drop < 1.0, "entropy_drop", f"must lie in [0, 1), got {self.entropy_drop}")
+        require(self.rollout_seeds in ("auto", "batch", "prompt"), "rollout_seeds", "must be auto, batch or prompt")
+        require(self.parallel in ("ddp", "fsdp"), "parallel", f"must be ddp or fsdp, got {self.parallel!r}")
+        require(
+            self.parallel == "ddp" or self.backend == "smollm2",
+            "parallel",
+            "fsdp shards the pretrained LM: it needs backend=smollm2 (the tiny LM uses ddp)",
+        )
         require(self.max_new_tokens + 12 <= 4096, "max_new_tokens", "is too long for the tiny LM's context")
 
 
@@ -312,8 +335,23 @@ def run_arm(config: HicraConfig, sft: SFTResult, arm: str, seed_index: int, trai
         config.eval_every,
     )
     seed = derive_seed(config.seed, "rl", seed_index) % 2**63  # shared by the arms of a seed (paired)
+    trainer = train_rl_sharded if per_prompt_seeds(config, ctx) else train_rl
     with ctx.progress(total=config.rl_steps, desc=f"{arm} seed {seed_index}") as bar:
-        return train_rl(model, arm, train, held_out, vocab, sft.grams, sft.placebo, settings, seed=seed, progress=bar)
+        return trainer(model, arm, train, held_out, vocab, sft.grams, sft.placebo, settings, seed=seed, progress=bar)
+
+
+def per_prompt_seeds(config: HicraConfig, ctx: RunContext) -> bool:
+    """Whether RL samples with one seed per prompt (``rollout_seeds``; ``auto``: under torchrun only).
+
+    Raises:
+        ConfigError: naming ``rollout_seeds`` for ``batch`` under torchrun (one stream cannot be sharded).
+    """
+    require(
+        not (config.rollout_seeds == "batch" and ctx.world.is_distributed),
+        "rollout_seeds",
+        f"batch (one sampling stream per step) cannot be split over {ctx.world.size} ranks; use prompt or auto",
+    )
+    return config.rollout_seeds == "prompt" or (config.rollout_seeds == "auto" and ctx.world.is_distributed)
 
 
 @dataclass(frozen=True)
@@ -527,4 +565,4 @@ def _outcome(config, sft, runs, ctx, start_cpu: float, *, n_train: int, n_held: 
     )
 
 
-EXPERIMENT = Experiment(config_cls=HicraConfig, run=run)
+EXPERIMENT = Experiment(config_cls=HicraConfig, run=run, data_parallel=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
 from iclr26.common.grpo import group_relative_advantages
 from iclr26.common.seeding import derive_seed
 from iclr26.hicra.advantages import entropy_mask, hicra_advantages
@@ -33,7 +34,7 @@ from iclr26.hicra.grams import (
     token_coverage,
 )
 from iclr26.hicra.task import Problem, check_answer, make_trace
-from iclr26.hicra.training import ARMS, RLCurves
+from iclr26.hicra.training import ARMS, EVAL_CHUNK, RLCurves, all_gather_counts, gather_rows, prompt_seed
 
 INSTRUCTION = "Reach the target with + - or * . Problem: "
 
@@ -91,7 +92,7 @@ def hicra_step(
     Returns:
         :class:`HicraStep`.
     """
-    from iclr26.common.pretrained import grpo_step
+    from iclr26.common.pretrained import grpo_step, parallel_world
 
     G = rollout.group_size
     if len(problems) * G != len(rollout.texts):
@@ -110,6 +111,14 @@ def hicra_step(
     planning = planning_mask_batch(pieces, grams, width=width) & mask
     if amplify == "grams":
         amplified = planning
+    elif amplify == "entropy" and parallel_world(lm).is_distributed:
+        # the top-surprisal tokens of the global batch at its planning coverage; this rank's rows of the selection
+        n_plan, n_real = all_reduce_sum([float(planning.sum()), float(mask.sum())])
+        chosen = entropy_mask(
+            gather_rows(-rollout.logp_old.cpu().float()), gather_rows(mask), fraction=n_plan / max(1.0, n_real)
+        )
+        before = int(all_gather_counts(mask.shape[0])[: parallel_world(lm).rank].sum())
+        amplified = chosen[before : before + mask.shape[0], :width]
     elif amplify == "entropy":
         coverage = float(planning.sum()) / max(1, int(mask.sum()))
         amplified = entropy_mask(-rollout.logp_old.cpu().float(), mask, fraction=coverage)
@@ -124,6 +133,24 @@ def hicra_step(
         lm, optimizer, rollout, advantages=token_adv, clip_eps=clip_eps, micro_batch_size=micro_batch_size
     )
     return HicraStep(rewards, planning, amplified, token_adv, result.loss)
+
+
+def _sharded_accuracy(lm, problems: Sequence[Problem], max_new_tokens: int) -> float:
+    """:func:`_accuracy` in fixed batches of :data:`~iclr26.hicra.training.EVAL_CHUNK` dealt round-robin to the
+    ranks, summed over them (every rank calls it)."""
+    world = current_world()
+    if lm.parallel == "fsdp":  # every forward is collective under FSDP: every rank decodes every batch
+        return sum(
+            _accuracy(lm, problems[s : s + EVAL_CHUNK], max_new_tokens) * len(problems[s : s + EVAL_CHUNK])
+            for s in range(0, len(problems), EVAL_CHUNK)
+        ) / len(problems)
+    total = 0.0
+    for c, start in enumerate(range(0, len(problems), EVAL_CHUNK)):
+        if c % world.size == world.rank:
+            chunk = problems[start : start + EVAL_CHUNK]
+            total += _accuracy(lm, chunk, max_new_tokens) * len(chunk)
+    (total,) = all_reduce_sum([total])
+    return total / len(problems)
 
 
 def _accuracy(lm, problems: Sequence[Problem], max_new_tokens: int) -> float:
@@ -227,10 +254,14 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
     sft = ctx.unit("sft", sft_unit)
 
     def arm_unit(arm: str, i: int) -> RLCurves:
-        from iclr26.common.pretrained import sample_rollout
+        from iclr26.common.pretrained import distribute, sample_rollout
+        from iclr26.hicra.experiment import per_prompt_seeds
 
         lm = _load(config)
         _set_adapter(lm, sft.adapter)
+        if per_prompt_seeds(config, ctx):
+            distribute(lm, mode=config.parallel)  # no-op in one process
+            return _arm_per_prompt(config, lm, arm, i, sft, train, held_out)
         opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.rl_lr)
         gen = torch.Generator().manual_seed(derive_seed(config.seed, "rl", i) % 2**63)
         amplify: StrategicGrams | str | None = {
@@ -278,6 +309,83 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
         for arm in ARMS
     }
     return sft, runs
+
+
+def _arm_per_prompt(config, lm, arm: str, i: int, sft: PretrainedSFT, train, held_out) -> RLCurves:
+    """One arm's RL with per-prompt seeds, data parallel under torchrun (each rank on its shard of the prompts).
+
+    As :func:`iclr26.hicra.training.train_rl_sharded` for the tiny LM: the step's ``Q`` problems and step seed are
+    drawn alike on every rank, each rank samples its shard's prompts with
+    :func:`~iclr26.hicra.training.prompt_seed` seeds (``sample_rollout(prompt_seeds=...)``), the GRPO step is the
+    data-parallel :func:`~iclr26.common.pretrained.grpo_step` (DDP or FSDP, ``config.parallel``), and the curves
+    are sums over the ranks.
+    """
+    from iclr26.common.pretrained import sample_rollout
+
+    world = current_world()
+    Q, G = config.prompts_per_step, config.group_size
+    if Q < world.size or (lm.parallel == "fsdp" and Q % world.size):
+        raise ValueError(
+            f"prompts_per_step={Q} must be >= the number of ranks ({world.size}) under torchrun, and a multiple of "
+            "it with parallel=fsdp (every rank makes the same generation calls)"
+        )
+    shard = shard_range(Q, world.rank, world.size)
+    opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.rl_lr)
+    gen = torch.Generator().manual_seed(derive_seed(config.seed, "rl", i) % 2**63)
+    amplify: StrategicGrams | str | None = {
+        "grpo": None,
+        "hicra": "grams",
+        "placebo": sft.placebo,
+        "entropy": "entropy",
+    }[arm]
+    curves = RLCurves(arm=arm)
+    for step in range(config.rl_steps + 1):
+        if step % config.eval_every == 0 or step == config.rl_steps:
+            curves.eval_step.append(step)
+            curves.held_out_acc.append(_sharded_accuracy(lm, held_out, config.max_new_tokens))
+        if step == config.rl_steps:
+            break
+        idx = torch.randint(len(train), (Q,), generator=gen).tolist()
+        step_seed = int(torch.randint(2**62, (1,), generator=gen))
+        problems = [train[idx[q]] for q in shard]
+        rollout = sample_rollout(
+            lm,
+            [prompt_text(p) for p in problems],
+            group_size=G,
+            max_new_tokens=config.max_new_tokens,
+            chat=False,
+            prompt_seeds=[prompt_seed(step_seed, q) % 2**31 for q in shard],
+        )
+        out = hicra_step(
+            lm, opt, rollout, problems, sft.grams, alpha=config.alpha, amplify=amplify, clip_eps=config.clip_eps
+        )
+        mask = rollout.mask.cpu()
+        surprisal = -rollout.logp_old.cpu().float()
+        execution = mask & ~out.planning
+        counts = cluster_counts(rollout.texts, sft.grams)
+        sums = all_reduce_sum(
+            [
+                float(out.rewards.double().sum()),
+                float(surprisal.double()[execution].sum()),
+                float(execution.sum()),
+                float(surprisal.double()[out.planning].sum()),
+                float(out.planning.sum()),
+                float(mask.sum()),
+                float(out.amplified.sum()),
+                *counts.values(),
+            ]
+        )
+        r_sum, e_sum, e_n, p_sum, p_n, n_real, amp_n = sums[:7]
+        curves.reward.append(r_sum / (Q * G))
+        curves.exec_entropy.append(e_sum / e_n if e_n else float("nan"))
+        curves.plan_entropy.append(p_sum / p_n if p_n else float("nan"))
+        curves.exec_nll.append(e_sum / e_n if e_n else float("nan"))
+        curves.semantic_entropy.append(semantic_entropy([round(v) for v in sums[7:]]))
+        curves.length.append(n_real / (Q * G))
+        curves.planning_coverage.append(p_n / max(1.0, n_real))
+        curves.amplified_coverage.append(amp_n / max(1.0, n_real))
+        curves.n_tokens += int(n_real)
+    return curves
 
 
 __all__ = ["HicraStep", "hicra_step", "prompt_text", "run_pretrained"]

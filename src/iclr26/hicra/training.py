@@ -15,6 +15,9 @@ One RL step of every arm (the arms differ only in step 5's mask):
 7. diagnostics on the mined planning mask: execution/planning token entropy, execution-token NLL, semantic entropy of
    the completions' Strategic Grams; every ``eval_every`` steps, greedy accuracy on the held-out problems.
 
+Data parallel (``torchrun``): :func:`train_rl_sharded`, the same steps with per-prompt sampling seeds, each rank on
+its shard of the prompts.
+
 Glossary: ``B`` sequences, ``L`` sequence length (prompt + completion), ``T`` completion tokens, ``V`` vocabulary,
 ``Q`` prompts per step, ``G`` samples per prompt.
 """
@@ -31,7 +34,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
 from iclr26.common.grpo import group_relative_advantages, grpo_loss
+from iclr26.common.seeding import derive_seed
 from iclr26.common.tinylm import TinyLM, TinyLMConfig, apply_rope, rope_tables
 from iclr26.hicra.advantages import entropy_mask, hicra_advantages
 from iclr26.hicra.diagnostics import masked_token_mean, semantic_entropy, token_entropy
@@ -424,3 +429,197 @@ def auc(steps: Sequence[int], values: Sequence[float]) -> float:
         return float(values[0]) if values else math.nan
     s, v = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
     return float(np.sum((v[1:] + v[:-1]) / 2 * np.diff(s)) / (s[-1] - s[0]))
+
+
+# ------------------------------------------------------------------------------------------------ data parallel
+#: Held-out problems per greedy-evaluation batch of :func:`sharded_accuracy` (fixed, so a batch's decoding does not
+#: depend on the number of ranks).
+EVAL_CHUNK = 16
+
+
+def prompt_seed(step_seed: int, q: int) -> int:
+    """The sampling seed of prompt ``q`` (its index in the step's global batch) from the step's seed."""
+    return derive_seed(step_seed, "prompt", q) % 2**63
+
+
+def sharded_accuracy(model: TinyLM, problems: Sequence[Problem], vocab: Vocab, *, max_new_tokens: int) -> float:
+    """Greedy accuracy on ``problems``, decoded in fixed batches of :data:`EVAL_CHUNK` dealt round-robin to the
+    ranks and summed over them (every rank must call it); in one process the same batches in turn."""
+    world = current_world()
+    total = 0.0
+    for c, start in enumerate(range(0, len(problems), EVAL_CHUNK)):
+        if c % world.size != world.rank:
+            continue
+        chunk = problems[start : start + EVAL_CHUNK]
+        samples = generate(model, encode_prompts(chunk, vocab), vocab, max_new_tokens=max_new_tokens, temperature=0.0)
+        total += sum(
+            check_answer(p, t, finished=bool(f)).reward
+            for p, t, f in zip(chunk, samples.texts, samples.finished, strict=True)
+        )
+    (total,) = all_reduce_sum([total])
+    return total / len(problems)
+
+
+def gather_rows(tensor: Tensor) -> Tensor:
+    """This rank's ``(B_r, T_r)`` rows concatenated with the other ranks' in rank order, padded to the widest."""
+    world = current_world()
+    if not world.is_distributed:
+        return tensor
+    parts: list[Tensor | None] = [None] * world.size
+    torch.distributed.all_gather_object(parts, tensor.cpu())
+    width = max(p.shape[1] for p in parts)
+    return torch.cat([F.pad(p, (0, width - p.shape[1])) for p in parts], dim=0)
+
+
+def train_rl_sharded(
+    model: TinyLM,
+    arm: Arm,
+    train: Sequence[Problem],
+    held_out: Sequence[Problem],
+    vocab: Vocab,
+    grams: StrategicGrams,
+    placebo: StrategicGrams,
+    settings: RLSettings,
+    *,
+    seed: int,
+    progress=None,
+) -> RLCurves:
+    """:func:`train_rl` with per-prompt sampling seeds, data parallel under torchrun (one process: the same steps).
+
+    Every rank draws the step's ``Q`` problems and a step seed from ``seed`` (the same on every rank), keeps its
+    contiguous shard of the prompts (:func:`~iclr26.common.distributed.shard_range`; whole groups) and samples each
+    prompt's ``G`` completions in a batch of their own from ``torch.Generator(prompt_seed(step seed, q))``, ``q``
+    being the prompt's index in the global batch. So a prompt's completions do not depend on the number of ranks:
+    a run on ``N`` ranks draws exactly the completions of a one-process run of this function. Steps 2–6 of the
+    module docstring then run on the shard; what needs the whole batch is all-reduced: the planning coverage (the
+    entropy arm's token budget), the entropy arm's top-entropy selection (the ``(B_r, T)`` entropies and masks are
+    all-gathered, the selection made on the global batch and each rank keeps its rows), and the step-7 diagnostics
+    (sums and counts). The loss is the sequence mean over the global batch (each rank's mean weighted by
+    ``world size × B_r / B``), whose gradient DDP averages; held-out accuracy is :func:`sharded_accuracy`.
+
+    Equivalence: a 2-rank run equals a 1-rank run of this function (``rollout_seeds="prompt"``) up to float
+    summation order (the halves' gradients all-reduced instead of summed in one backward); it is not the
+    one-process default (:func:`train_rl`, one sampling stream for the whole batch).
+
+    Raises:
+        ValueError: for an unknown arm, or fewer prompts per step than ranks (a rank would have no rows).
+    """
+    if arm not in ARMS:
+        raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
+    world = current_world()
+    Q, G = settings.prompts_per_step, settings.group_size
+    if Q < world.size:
+        raise ValueError(f"prompts_per_step={Q} must be >= the number of ranks ({world.size}) under torchrun")
+    gen = torch.Generator().manual_seed(seed)  # the same on every rank: one global batch, sharded
+    net: nn.Module = model
+    if world.is_distributed:
+        net = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.0)
+    curves = RLCurves(arm=arm)
+    shard = shard_range(Q, world.rank, world.size)
+    for step in range(settings.steps + 1):
+        if step % settings.eval_every == 0 or step == settings.steps:
+            curves.eval_step.append(step)
+            curves.held_out_acc.append(sharded_accuracy(model, held_out, vocab, max_new_tokens=settings.max_new_tokens))
+        if step == settings.steps:
+            break
+        # Step 1: the global draw of Q problems and the step seed; this rank's prompts x G samples
+        idx = torch.randint(len(train), (Q,), generator=gen).tolist()
+        step_seed = int(torch.randint(2**62, (1,), generator=gen))
+        parts = [
+            generate(
+                model,
+                encode_prompts([train[idx[q]]] * G, vocab),
+                vocab,
+                max_new_tokens=settings.max_new_tokens,
+                temperature=1.0,
+                generator=torch.Generator().manual_seed(prompt_seed(step_seed, q)),
+            )
+            for q in shard
+        ]
+        problems = [train[idx[q]] for q in shard for _ in range(G)]
+        samples = _concat_samples(parts)
+        # Step 2-3: rewards (Q_r, G) and group-relative advantages (per group: local)
+        rewards = torch.tensor(
+            [
+                check_answer(p, t, finished=bool(f)).reward
+                for p, t, f in zip(problems, samples.texts, samples.finished, strict=True)
+            ]
+        ).reshape(len(shard), G)
+        adv = group_relative_advantages(rewards, scale="none").reshape(-1)  # (B_r,)
+        # Step 4: forward through DDP
+        logits, logp, mask = completion_logits(net, samples)  # (B_r, T, V), (B_r, T), (B_r, T)
+        entropy = token_entropy(logits.detach())  # (B_r, T)
+        pieces = [vocab.piece_list(samples.completion_ids(i)) for i in range(len(problems))]
+        planning = planning_mask_batch(pieces, grams, width=mask.shape[1]) & mask  # (B_r, T)
+        n_plan, n_real = all_reduce_sum([float(planning.sum()), float(mask.sum())])
+        coverage = n_plan / max(1.0, n_real)
+        # Step 5: the arm's amplified tokens
+        if arm == "hicra":
+            amplified = planning
+        elif arm == "placebo":
+            amplified = planning_mask_batch(pieces, placebo, width=mask.shape[1]) & mask
+        elif arm == "entropy":  # the top-entropy tokens of the global batch; this rank's rows of that selection
+            chosen = entropy_mask(gather_rows(entropy), gather_rows(mask), fraction=coverage)
+            before = int(all_gather_counts(len(problems))[: world.rank].sum())
+            amplified = chosen[before : before + len(problems), : mask.shape[1]]
+        else:
+            amplified = torch.zeros_like(mask)
+        # Step 6: the global sequence mean's gradient (DDP averages the ranks' weighted means)
+        token_adv = hicra_advantages(adv, amplified, alpha=settings.alpha if arm != "grpo" else 0.0, mask=mask)
+        loss = grpo_loss(logp, logp.detach(), token_adv, mask=mask, clip_eps=settings.clip_eps).loss
+        opt.zero_grad(set_to_none=True)
+        (loss * (world.size * len(problems) / (Q * G))).backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        # Step 7: diagnostics over the global batch (sums and counts reduced over the ranks)
+        execution = mask & ~planning
+        counts = cluster_counts(samples.texts, grams)
+        sums = all_reduce_sum(
+            [
+                float(rewards.double().sum()),
+                float(entropy.double()[execution].sum()),
+                float(execution.sum()),
+                float(entropy.double()[planning].sum()),
+                float(planning.sum()),
+                float((-logp.detach()).double()[execution].sum()),
+                float(samples.completion_len.sum()),
+                float(amplified.sum()),
+                *counts.values(),
+            ]
+        )
+        r_sum, e_sum, e_n, p_sum, p_n, nll_sum, len_sum, amp_n = sums[:8]
+        curves.reward.append(r_sum / (Q * G))
+        curves.exec_entropy.append(e_sum / e_n if e_n else math.nan)
+        curves.plan_entropy.append(p_sum / p_n if p_n else math.nan)
+        curves.exec_nll.append(nll_sum / e_n if e_n else math.nan)
+        curves.semantic_entropy.append(semantic_entropy([round(v) for v in sums[8:]]))
+        curves.length.append(len_sum / (Q * G))
+        curves.planning_coverage.append(coverage)
+        curves.amplified_coverage.append(amp_n / max(1.0, n_real))
+        curves.n_tokens += int(n_real)
+        if progress is not None:
+            progress.update(1)
+    return curves
+
+
+def all_gather_counts(n: int) -> Tensor:
+    """``(world,)`` every rank's ``n`` (one process: ``[n]``)."""
+    world = current_world()
+    if not world.is_distributed:
+        return torch.tensor([n])
+    parts: list[int | None] = [None] * world.size
+    torch.distributed.all_gather_object(parts, n)
+    return torch.tensor(parts)
+
+
+def _concat_samples(parts: Sequence[Samples]) -> Samples:
+    """Rows of several :class:`Samples` in order (sequences right-padded with ``<pad>`` to the widest)."""
+    width = max(p.sequences.shape[1] for p in parts)
+    return Samples(
+        torch.cat([F.pad(p.sequences, (0, width - p.sequences.shape[1]), value=Vocab.PAD) for p in parts]),
+        torch.cat([p.prompt_len for p in parts]),
+        torch.cat([p.completion_len for p in parts]),
+        torch.cat([p.finished for p in parts]),
+        [t for p in parts for t in p.texts],
+    )

@@ -46,12 +46,13 @@ from torch import Tensor, nn
 
 from iclr26.common.config import ConfigError, ExperimentConfig, require, threshold
 from iclr26.common.device import resolve_device
+from iclr26.common.distributed import all_reduce_sum, current_world, on_main, shard_range
 from iclr26.common.experiment import UNITS_DIR, Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
 from iclr26.common.stats import paired_t
 from iclr26.nextstep.data import Split, load_digits_set, load_user_images, prompt_ids, split_set
-from iclr26.nextstep.heads import DiscreteHead, FlowMatchingHead, RegressionHead
+from iclr26.nextstep.heads import DiscreteHead, FlowMatchingHead, RegressionHead, logit_normal_t
 from iclr26.nextstep.metrics import (
     DigitClassifier,
     faithfulness,
@@ -359,8 +360,9 @@ def train_arm(
     M = x_train.shape[0]
     losses: list[float] = []
     start = 0
-    if checkpoint is not None and checkpoint.is_file():
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
+    world = current_world()
+    state = _read_checkpoint(checkpoint, device)
+    if state is not None:
         model.load_state_dict(state["model"])
         head.load_state_dict(state["head"])
         opt.load_state_dict(state["opt"])
@@ -368,11 +370,24 @@ def train_arm(
         order.set_state(state["order"])
         loss_gen.set_state(state["loss_gen"])
         losses, start = state["losses"], state["step"]
+    net = None
+    if world.is_distributed:  # model + head as one module whose forward is the loss; DDP averages its gradients
+        net = nn.parallel.DistributedDataParallel(
+            _LossModule(model, head, config), device_ids=[device.index] if device.type == "cuda" else None
+        )
     for step in range(start, config.steps):
         idx = torch.randint(0, M, (min(config.batch_size, M),), generator=order)
         drop = torch.rand(len(idx), generator=order) < config.cond_dropout
         prompts = prompt_ids(labels[idx.to(device)], K)
         prompts[drop.to(device), 1] = K  # the null prompt
+        if net is not None:
+            loss = _sharded_step(net, head, prompts, tokens, codes, idx, loss_gen, world, opt)
+            sched.step()
+            losses.append(loss)
+            if checkpoint is not None and config.checkpoint_every and (step + 1) % config.checkpoint_every == 0:
+                if world.is_main:
+                    _save_atomic(_train_state(model, head, opt, sched, order, loss_gen, losses, step), checkpoint)
+            continue
         parts = nextstep_loss(
             model, head, prompts, tokens[idx.to(device)],
             image_targets=codes[idx.to(device)] if codes is not None else None,
@@ -414,6 +429,76 @@ def train_arm(
         final_loss=float(np.mean(losses[-tail:])),
         head_params=sum(p.numel() for p in head.parameters()),
         grid=guided[:, :8].cpu().numpy(),
+    )
+
+
+class _LossModule(nn.Module):
+    """The transformer and the image head as one module whose forward is the training loss (what DDP wraps)."""
+
+    def __init__(self, model: nn.Module, head: nn.Module, config: NextStepConfig) -> None:
+        super().__init__()
+        self.model, self.head = model, head
+        self.lm_weight, self.im_weight = config.lm_weight, config.im_weight
+
+    def forward(self, prompts: Tensor, image: Tensor, targets: Tensor | None, noise) -> Tensor:
+        return nextstep_loss(
+            self.model, self.head, prompts, image, image_targets=targets, lm_weight=self.lm_weight,
+            im_weight=self.im_weight, noise=noise,
+        ).total  # fmt: skip
+
+
+def _sharded_step(net, head, prompts, tokens, codes, idx, loss_gen, world, opt) -> float:
+    """One data-parallel training step on this rank's contiguous shard of the global batch ``idx``.
+
+    The flow-matching noise ``(t, eps)`` is drawn for the *whole* batch from ``loss_gen`` exactly as one process
+    draws it (:func:`~iclr26.nextstep.heads.flow_matching_loss`: ``t`` then ``eps`` for the ``B·N·batch_mul``
+    repeated rows) and each rank takes its rows, so the ranks' losses are the one-process loss's terms. The shard's
+    mean loss is weighted by ``world size × B_r / B`` (text CE and image loss are means over rows proportional to
+    ``B``), DDP averages the gradients: the one-process step up to float summation order. Returns the global loss.
+    """
+    B, N, d = len(idx), tokens.shape[1], tokens.shape[2]
+    shard = shard_range(B, world.rank, world.size)
+    rows = idx[shard.start : shard.stop].to(tokens.device)
+    noise = None
+    if isinstance(head, FlowMatchingHead):
+        total = B * N * head.batch_mul
+        t = logit_normal_t(total, generator=loss_gen, device=tokens.device, dtype=tokens.dtype)
+        eps = torch.randn((total, d), generator=loss_gen, device=tokens.device, dtype=tokens.dtype)
+        keep = torch.cat(
+            [torch.arange(m * B * N + shard.start * N, m * B * N + shard.stop * N) for m in range(head.batch_mul)]
+        ).to(tokens.device)
+        noise = (t[keep], eps[keep])
+    local = net(
+        prompts[shard.start : shard.stop], tokens[rows], codes[rows] if codes is not None else None, noise
+    )  # the shard's mean loss
+    share = local * (len(shard) / B)
+    opt.zero_grad()
+    (share * world.size).backward()
+    opt.step()
+    (loss,) = all_reduce_sum([float(share.detach())])
+    return loss
+
+
+def _train_state(model, head, opt, sched, order, loss_gen, losses, step) -> dict[str, Any]:
+    return {
+        "model": model.state_dict(), "head": head.state_dict(), "opt": opt.state_dict(),
+        "sched": sched.state_dict(), "order": order.get_state(), "loss_gen": loss_gen.get_state(),
+        "losses": losses, "step": step + 1,
+    }  # fmt: skip
+
+
+def _read_checkpoint(checkpoint: Path | None, device: torch.device) -> dict[str, Any] | None:
+    """The training state saved at ``checkpoint``, or None; under torchrun rank 0 reads it and sends it to all."""
+    if not current_world().is_distributed:
+        if checkpoint is not None and checkpoint.is_file():
+            return torch.load(checkpoint, map_location=device, weights_only=False)
+        return None
+    return on_main(
+        lambda: (
+            torch.load(checkpoint, map_location="cpu", weights_only=False)
+            if checkpoint is not None and checkpoint.is_file()
+            else None
+        )
     )
 
 
@@ -608,4 +693,4 @@ def _plot(
     ctx.save_plot(fig, "metrics.png")
 
 
-EXPERIMENT = Experiment(config_cls=NextStepConfig, run=run)
+EXPERIMENT = Experiment(config_cls=NextStepConfig, run=run, data_parallel=True)

@@ -169,6 +169,7 @@ def flow_matching_loss(
     batch_mul: int = 4,
     mask: Tensor | None = None,
     generator: torch.Generator | None = None,
+    noise: tuple[Tensor, Tensor] | None = None,
 ) -> Tensor:
     """The NextStep-1 image loss ``E_{t, eps} ||f(x_t, t, c) - (x - eps)||^2``, averaged per row over ``d``.
 
@@ -179,6 +180,8 @@ def flow_matching_loss(
         batch_mul: repeats of every row with fresh ``(t, eps)`` (official ``fm_head_batch_mul = 4``).
         mask: optional ``(B,)`` weights (1 = counted); the loss is ``sum(mask * l) / sum(mask)``.
         generator: source of ``t`` and ``eps``.
+        noise: ``(t (B·batch_mul,), eps (B·batch_mul, d))`` to use instead of drawing them (rows in the repeated
+            order); data parallelism passes a rank's rows of the whole batch's draws.
 
     Returns:
         The scalar loss.
@@ -194,8 +197,14 @@ def flow_matching_loss(
         raise ValueError("x holds non-finite values")
     x = x.repeat(batch_mul, 1)  # (B * batch_mul, d), the official repeat order
     c = c.repeat(batch_mul, 1)
-    t = logit_normal_t(x.shape[0], generator=generator, device=x.device, dtype=x.dtype)
-    eps = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
+    if noise is None:
+        t = logit_normal_t(x.shape[0], generator=generator, device=x.device, dtype=x.dtype)
+        eps = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
+    else:
+        t, eps = noise
+        if t.shape != (x.shape[0],) or eps.shape != x.shape:
+            raise ValueError(f"noise must be (t {(x.shape[0],)}, eps {tuple(x.shape)}), got {tuple(t.shape)}, "
+                             f"{tuple(eps.shape)}")  # fmt: skip
     pair = interpolate(x, eps, t)
     per_row = ((velocity(pair.x_t, t, c).float() - pair.v.float()) ** 2).mean(dim=-1)  # (B * batch_mul,)
     if mask is None:
@@ -234,9 +243,16 @@ class FlowMatchingHead(nn.Module):
         """``f(x_t, t, c)``, ``(B, d)``."""
         return self.net(x_t, t, c)
 
-    def loss(self, x: Tensor, c: Tensor, *, generator: torch.Generator | None = None) -> Tensor:
-        """:func:`flow_matching_loss` with this head's ``batch_mul``."""
-        return flow_matching_loss(self.net, x, c, batch_mul=self.batch_mul, generator=generator)
+    def loss(
+        self,
+        x: Tensor,
+        c: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        noise: tuple[Tensor, Tensor] | None = None,
+    ) -> Tensor:
+        """:func:`flow_matching_loss` with this head's ``batch_mul`` (``noise``: given ``(t, eps)``)."""
+        return flow_matching_loss(self.net, x, c, batch_mul=self.batch_mul, generator=generator, noise=noise)
 
 
 class RegressionHead(nn.Module):

@@ -123,6 +123,7 @@ def nextstep_loss(
     lm_weight: float = 0.01,
     im_weight: float = 1.0,
     generator: torch.Generator | None = None,
+    noise: tuple[Tensor, Tensor] | None = None,
 ) -> LossParts:
     """``L = lm_weight * CE_text + im_weight * L_im`` for one batch.
 
@@ -136,6 +137,8 @@ def nextstep_loss(
         lm_weight: weight of the text cross-entropy (official 0.01).
         im_weight: weight of the image loss (official 1.0).
         generator: the head loss's random source.
+        noise: a flow-matching head's ``(t, eps)``, given instead of drawn
+            (:func:`~iclr26.nextstep.heads.flow_matching_loss`).
     """
     out = model(text, image)
     B, S = text.shape
@@ -145,5 +148,5 @@ def nextstep_loss(
     targets = image if image_targets is None else image_targets
     c = out.image_cond[:, :N].reshape(B * N, -1)  # (B N, D)
     flat_targets = targets.reshape(B * N, -1) if targets.dim() == 3 else targets.reshape(B * N)
-    im = head.loss(flat_targets, c, generator=generator)
+    im = head.loss(flat_targets, c, generator=generator) if noise is None else head.loss(flat_targets, c, noise=noise)
     return LossParts(total=lm_weight * ce + im_weight * im, text=ce.detach(), image=im.detach())
