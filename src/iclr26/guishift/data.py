@@ -1,0 +1,153 @@
+"""The K-step GUI transition dataset from automated exploration, and the downstream goal-reaching items.
+
+GUI-Shift, ICLR 2026, arXiv 2505.12493, §3 (K-step GUI Transition): from an unlabeled trajectory
+``S_0, a_0, S_1, ..., S_n`` take the pairs ``(S_t, S_{t+K})`` and ask for the first action ``a_t``; a trajectory of
+``n`` actions gives ``n - K + 1`` pairs for each K. No instruction is involved: the action labels are what the
+explorer did.
+
+1. :func:`explore` walks a world with uniformly random effective actions (the "automated exploration").
+2. :func:`kstep_pairs` cuts trajectories into ``(S_t, S_{t+K}, a_t)`` items.
+3. :func:`goal_items` draws downstream items: a start state, a goal state at shortest distance ``d`` and every
+   first action of a shortest path (the automation task with the goal given as its screen).
+
+Shape glossary: ``M`` items, ``H = W`` pixels; images ``(M, H, W, 3)`` uint8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from iclr26.guishift.env import HOME, State, World, render, shortest_paths, successors
+
+__all__ = ["Trajectory", "TransitionSet", "explore", "goal_items", "kstep_pairs", "random_state"]
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """An exploration trajectory: ``len(states) == len(actions) + 1``; ``states[t+1] = step(states[t], actions[t])``."""
+
+    states: tuple[State, ...]
+    actions: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class TransitionSet:
+    """Items ``(before, after) -> first action``.
+
+    Attributes:
+        before: ``(M, H, W, 3)`` screens ``S_t`` (the current screen).
+        after: ``(M, H, W, 3)`` screens ``S_{t+K}`` (or the goal screen).
+        actions: per item the list of correct actions (ground-truth dicts; clicks carry ``bbox``). A K-step item
+            has one (the explorer's); a goal item has every first action of a shortest path.
+        k: ``(M,)`` the step gap K (or the goal distance d).
+    """
+
+    before: np.ndarray
+    after: np.ndarray
+    actions: list[list[dict[str, Any]]]
+    k: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    @staticmethod
+    def concat(parts: list[TransitionSet]) -> TransitionSet:
+        """The items of ``parts`` one after the other."""
+        if not parts:
+            raise ValueError("parts must hold at least one TransitionSet")
+        return TransitionSet(
+            np.concatenate([p.before for p in parts]),
+            np.concatenate([p.after for p in parts]),
+            [a for p in parts for a in p.actions],
+            np.concatenate([p.k for p in parts]),
+        )
+
+    def subset(self, idx: np.ndarray | list[int]) -> TransitionSet:
+        """The items at ``idx``, in that order."""
+        idx = np.asarray(idx, dtype=np.int64)
+        return TransitionSet(self.before[idx], self.after[idx], [self.actions[i] for i in idx], self.k[idx])
+
+
+def random_state(world: World, rng: np.random.Generator) -> State:
+    """A uniformly drawn state of the world (home included)."""
+    states = world.states()
+    return states[int(rng.integers(len(states)))]
+
+
+def explore(world: World, *, n_steps: int, rng: np.random.Generator, start: State | None = None) -> Trajectory:
+    """A random walk of ``n_steps`` effective actions (each drawn uniformly among those that change the screen)."""
+    state = HOME if start is None else start
+    states, actions = [state], []
+    for _ in range(n_steps):
+        options = successors(world, state)
+        action, state = options[int(rng.integers(len(options)))]
+        states.append(state)
+        actions.append(action)
+    return Trajectory(tuple(states), tuple(actions))
+
+
+def kstep_pairs(world: World, trajectories: list[Trajectory], k: int) -> TransitionSet:
+    """The K-step items of ``trajectories``: ``(S_t, S_{t+K})`` labelled with ``a_t``, ``t = 0 .. n-K``.
+
+    Raises:
+        ValueError: if ``k < 1``.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    before, after, actions = [], [], []
+    for traj in trajectories:
+        screens = [render(world, s) for s in traj.states]
+        for t in range(len(traj.actions) - k + 1):
+            before.append(screens[t])
+            after.append(screens[t + k])
+            actions.append([traj.actions[t]])
+    return _pack(world, before, after, actions, [k] * len(actions))
+
+
+def goal_items(
+    world: World, *, n: int, rng: np.random.Generator, max_distance: int = 4, clicks_only: bool = False
+) -> TransitionSet:
+    """``n`` downstream items: a random start, a goal at shortest distance ``d`` drawn uniformly from
+    ``1..max_distance``, and every first action of a shortest path.
+
+    Args:
+        world: the world (held-out apps for the evaluation).
+        n: items.
+        rng: the draw.
+        max_distance: the largest goal distance.
+        clicks_only: keep only items whose correct actions are all clicks (the grounding probe at ``d = 1``).
+    """
+    before, after, actions, ks = [], [], [], []
+    guard = 0
+    while len(actions) < n:
+        guard += 1
+        if guard > 200 * n:
+            raise RuntimeError("could not draw enough goal items; the world is too small")
+        d = int(rng.integers(1, max_distance + 1))
+        start = random_state(world, rng)
+        paths = shortest_paths(world, start, d)
+        at_d = sorted(s for s, (dist, _) in paths.items() if dist == d)
+        if not at_d:
+            continue
+        goal = at_d[int(rng.integers(len(at_d)))]
+        firsts = paths[goal][1]
+        if clicks_only and any(a["action_type"] != "click" for a in firsts):
+            continue
+        before.append(render(world, start))
+        after.append(render(world, goal))
+        actions.append(firsts)
+        ks.append(d)
+    return _pack(world, before, after, actions, ks)
+
+
+def _pack(world: World, before: list, after: list, actions: list, ks: list[int]) -> TransitionSet:
+    shape = (0, world.size, world.size, 3)
+    return TransitionSet(
+        np.stack(before) if before else np.zeros(shape, np.uint8),
+        np.stack(after) if after else np.zeros(shape, np.uint8),
+        actions,
+        np.asarray(ks, dtype=np.int64),
+    )

@@ -1,0 +1,162 @@
+"""GUI-Shift training: GRPO with the rule reward on K-step transitions, the data filter, and the SFT baseline.
+
+GUI-Shift, ICLR 2026, arXiv 2505.12493, §4. GRPO is :mod:`iclr26.common.grpo` (DeepSeekMath Eq. (3)); one GRPO
+step here:
+
+1. draw ``Q`` items; one forward pass gives the policy's action distribution for each; sample ``G`` actions per item
+   (the paper: 8 generations per prompt, official launch script ``--num_generations 8``);
+2. score each action with ``R = R_format + R_action`` (:mod:`iclr26.guishift.reward`) against the item's ground
+   truth (``R_format`` is 1 for every action of this policy: it always writes a well-formed answer);
+3. group-relative advantages ``Â = (r − mean) / std`` per item (:func:`~iclr26.common.grpo.group_relative_advantages`);
+4. minimise ``−J_GRPO`` (:func:`~iclr26.common.grpo.grpo_loss`) with per-action log-probs, ``π_θ_old = π_θ``
+   (one update per batch, as VLM-R1's default ``num_iterations = 1``) and ``β · D_KL`` to the frozen starting policy
+   (:func:`~iclr26.common.grpo.kl_k3`).
+
+The data filter (§4.2 of the paper; [unverified] in the project notes: the v2 code is not public): sample ``G``
+actions per candidate item from the starting policy and keep the items whose group is *partly* right,
+``0 < #correct < G`` (:func:`mixed_groups`); a group all right or all wrong has zero advantage everywhere and teaches
+GRPO nothing.
+
+The SFT baseline trains the same policy by cross-entropy on the exact action (the cell of the explorer's click
+point, not its box).
+
+Shape glossary: ``Q`` items per batch, ``G`` samples per item, ``N = Q·G``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from iclr26.common.grpo import group_relative_advantages, grpo_loss, kl_k3
+from iclr26.guishift.data import TransitionSet
+from iclr26.guishift.policy import GUIPolicy, SampledActions, decode_actions, encode_label, screens_to_tensor
+from iclr26.guishift.reward import best_action_reward
+
+__all__ = [
+    "GRPOSettings",
+    "StepStats",
+    "evaluate",
+    "grpo_step",
+    "mixed_groups",
+    "sample_rewards",
+    "sft_step",
+]
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    """GRPO hyperparameters (defaults: official launch script and VLM-R1/TRL defaults, see the experiment config).
+
+    Attributes:
+        group_size: ``G``, samples per item.
+        beta: KL coefficient ``β``.
+        clip_eps: ratio clip ``ε``.
+    """
+
+    group_size: int = 8
+    beta: float = 0.04
+    clip_eps: float = 0.2
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """Diagnostics of one training step: loss, mean reward (GRPO; accuracy of the greedy... not used: NaN for SFT),
+    and the share of groups with a non-zero advantage."""
+
+    loss: float
+    reward: float
+    informative: float
+
+
+def sample_rewards(
+    policy: GUIPolicy, items: TransitionSet, group_size: int, generator: torch.Generator
+) -> tuple[SampledActions, Tensor, Tensor]:
+    """Sample ``G`` actions per item and score them.
+
+    Returns:
+        ``(actions, rewards (Q, G) = R_format + R_action, correct (Q, G) bool = R_action == 1)``.
+    """
+    dist = policy(screens_to_tensor(items.before, items.after))
+    actions = policy.sample(dist, group_size, generator=generator)
+    dicts = decode_actions(actions, cell=policy.cell, grid=policy.grid)
+    # R_format = 1 for every completion this policy writes (to_completion); R_action by the official rules
+    correct = torch.tensor([[best_action_reward(a, gts).reward == 1.0 for a in row]
+                            for row, gts in zip(dicts, items.actions, strict=True)])  # fmt: skip
+    rewards = 1.0 + correct.to(torch.float32)
+    return actions, rewards, correct
+
+
+def mixed_groups(correct: Tensor) -> Tensor:
+    """The filter: ``(Q,)`` true where a group of ``G`` samples is partly right, ``0 < Σ_g correct < G``.
+
+    Args:
+        correct: ``(Q, G)`` bool, whether each sample earned ``R_action = 1``.
+    """
+    if correct.ndim != 2:
+        raise ValueError(f"correct must have shape (Q, G), got {tuple(correct.shape)}")
+    hits = correct.to(torch.int64).sum(dim=1)
+    return (hits > 0) & (hits < correct.shape[1])
+
+
+def grpo_step(
+    policy: GUIPolicy,
+    reference: GUIPolicy,
+    optimizer: torch.optim.Optimizer,
+    items: TransitionSet,
+    settings: GRPOSettings,
+    generator: torch.Generator,
+) -> StepStats:
+    """One GRPO step on ``items`` (the module docstring's steps 1-4)."""
+    x = screens_to_tensor(items.before, items.after)
+    dist = policy(x)
+    with torch.no_grad():
+        actions = policy.sample(dist, settings.group_size, generator=generator)  # step 1
+        dicts = decode_actions(actions, cell=policy.cell, grid=policy.grid)
+        correct = torch.tensor([[best_action_reward(a, gts).reward == 1.0 for a in row]
+                                for row, gts in zip(dicts, items.actions, strict=True)])  # fmt: skip
+        rewards = 1.0 + correct.to(torch.float32)  # step 2: R_format (always 1) + R_action
+        adv = group_relative_advantages(rewards)  # step 3, (Q, G)
+        ref_lp = GUIPolicy.log_prob(reference(x), actions).reshape(-1)  # (N,)
+    logp = GUIPolicy.log_prob(dist, actions).reshape(-1)  # (N,)
+    # step 4: −J_GRPO with π_old = π_θ (ratio 1, gradient of the surrogate = Â ∇log π) and β·KL to the reference
+    out = grpo_loss(logp, logp.detach(), adv.reshape(-1), kl=kl_k3(logp, ref_lp), beta=settings.beta,
+                    clip_eps=settings.clip_eps)  # fmt: skip
+    optimizer.zero_grad()
+    out.loss.backward()
+    optimizer.step()
+    informative = float(mixed_groups(correct).float().mean())
+    return StepStats(float(out.loss.detach()), float(rewards.mean()), informative)
+
+
+def sft_step(policy: GUIPolicy, optimizer: torch.optim.Optimizer, items: TransitionSet) -> StepStats:
+    """One cross-entropy step on the first ground-truth action of each item (click: the cell of its exact point)."""
+    labels = [encode_label(gts[0], cell=policy.cell, grid=policy.grid) for gts in items.actions]
+    types = torch.tensor([t for t, _ in labels])
+    params = torch.tensor([p for _, p in labels])
+    dist = policy(screens_to_tensor(items.before, items.after))
+    loss = F.nll_loss(dist.type, types)
+    for t, head in enumerate(dist.heads()):
+        sel = types == t
+        if head is not None and bool(sel.any()):
+            loss = loss + F.nll_loss(head[sel], params[sel], reduction="sum") / len(labels)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return StepStats(float(loss.detach()), float("nan"), float("nan"))
+
+
+@torch.no_grad()
+def evaluate(policy: GUIPolicy, items: TransitionSet, *, batch: int = 256) -> np.ndarray:
+    """``(M,)`` 1.0 where the greedy action earns ``R_action = 1`` against any of the item's correct actions."""
+    out = []
+    for i in range(0, len(items), batch):
+        part = items.subset(np.arange(i, min(i + batch, len(items))))
+        dicts = decode_actions(policy.greedy(policy(screens_to_tensor(part.before, part.after))), cell=policy.cell,
+                               grid=policy.grid)  # fmt: skip
+        out += [best_action_reward(row[0], gts).reward for row, gts in zip(dicts, part.actions, strict=True)]
+    return np.asarray(out, dtype=np.float64)
