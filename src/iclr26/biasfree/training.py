@@ -1,0 +1,278 @@
+"""BiasFreeBench's training baselines as functions over any causal LM from :mod:`iclr26.common.pretrained`.
+
+The official runs (``Training/examples/debias/*.yaml`` and ``Task_Vector/test.py`` in xxupiano/BiasFreeBench):
+
+* **SFT** (LoRA, all linear layers): the anti-stereotypical continuation as the target,
+  ``L = −Σ_t log π_θ(y_t | x, y_<t) / #tokens``.
+* **DPO** (LoRA, ``pref_loss: sigmoid``, ``pref_beta: 0.1``), chosen = anti-stereotype, rejected = stereotype
+  (Rafailov et al., 2023, Eq. 7):
+  ``L = −log σ(β [(log π_θ(y_w|x) − log π_ref(y_w|x)) − (log π_θ(y_l|x) − log π_ref(y_l|x))])``,
+  log-probabilities summed over the response tokens, ``π_ref`` the model before training.
+* **Task Vector** (Ilharco et al., 2023): fine-tune on the *stereotypical* outputs, ``τ = θ_ft − θ_pre``, and negate
+  it: ``θ = θ_pre − λ τ`` with ``λ = 0.5`` (``scaling_coef=0.5`` in ``test.py``).
+
+Schedule of every arm (the yaml files): AdamW, cosine decay after a linear warm-up over the first 10% of the steps
+(3% for the task vector's SFT). Batches are drawn from a seeded permutation, epoch after epoch.
+
+Deviations (the README's table): the Task Vector's fine-tuning is full fine-tuning in the paper and LoRA here (the
+vector ``τ`` is then the merged low-rank update); the step counts and learning rate are sized for one CPU thread
+(the paper: 20 epochs over 8,497 pairs at lr 8e-6); no validation split or best-checkpoint selection
+(``val_size: 0.2``, ``load_best_model_at_end``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from iclr26.biasfree.items import PreferencePair
+from iclr26.biasfree.prompts import SYSTEM_PROMPT
+from iclr26.common.pretrained import (
+    PretrainedLM,
+    add_lora,
+    apply_task_vector,
+    completion_token_logprobs,
+    sft_step,
+    task_vector,
+)
+
+__all__ = [
+    "DPOLoss",
+    "TrainLog",
+    "cosine_lr",
+    "dpo_loss",
+    "dpo_step",
+    "negate_task_vector",
+    "reference_logprobs",
+    "train_pairs",
+    "training_prompt",
+]
+
+
+def training_prompt(prompt: str) -> list[dict[str, str]]:
+    """The chat a training prompt is shown in: the evaluation's system prompt and the prompt as the user turn."""
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
+
+
+@dataclass(frozen=True)
+class DPOLoss:
+    """The DPO loss and its diagnostics over ``N`` pairs.
+
+    Attributes:
+        loss: scalar mean ``−log σ(β Δ)`` (carries the gradient).
+        margins: ``(N,)`` ``Δ = (log π_θ(y_w) − log π_ref(y_w)) − (log π_θ(y_l) − log π_ref(y_l))``, detached.
+        accuracy: share of pairs with ``Δ > 0``.
+    """
+
+    loss: Tensor
+    margins: Tensor
+    accuracy: float
+
+
+def dpo_loss(policy_chosen: Tensor, policy_rejected: Tensor, ref_chosen: Tensor, ref_rejected: Tensor, *,
+             beta: float = 0.1) -> DPOLoss:  # fmt: skip
+    """The sigmoid DPO loss (Rafailov et al., 2023, Eq. 7) on summed response log-probabilities, each ``(N,)``.
+
+    Raises:
+        ValueError: for ``beta <= 0`` or inputs of different shapes.
+    """
+    if beta <= 0:
+        raise ValueError(f"beta must be > 0, got {beta}")
+    shapes = {tuple(t.shape) for t in (policy_chosen, policy_rejected, ref_chosen, ref_rejected)}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+        raise ValueError(f"the four log-probability tensors must share one (N,) shape, got {sorted(shapes)}")
+    # Δ = (log π_θ(y_w|x) − log π_ref(y_w|x)) − (log π_θ(y_l|x) − log π_ref(y_l|x))
+    margins = (policy_chosen - ref_chosen) - (policy_rejected - ref_rejected)  # (N,)
+    # Eq. 7: L = −log σ(β Δ), averaged over pairs
+    loss = -torch.nn.functional.logsigmoid(beta * margins).mean()
+    return DPOLoss(loss=loss, margins=margins.detach(), accuracy=float((margins > 0).float().mean()))
+
+
+@contextmanager
+def _adapters_off(lm: PretrainedLM) -> Iterator[None]:
+    with lm.model.disable_adapter() if lm.has_lora else nullcontext():
+        yield
+
+
+def reference_logprobs(lm: PretrainedLM, prompts: Sequence[str], responses: Sequence[str], *,
+                       micro_batch_size: int = 16) -> Tensor:  # fmt: skip
+    """``(N,)`` summed ``log π_ref(response | prompt)`` under ``lm`` with its LoRA adapters switched off (no grad);
+    the response ends with the end-of-turn token, as in training."""
+    with torch.no_grad(), _adapters_off(lm):
+        return completion_token_logprobs(
+            lm.model,
+            lm.encode_prompts([training_prompt(p) for p in prompts]),
+            lm.encode_completions(list(responses), add_eos=True),
+            pad_token_id=lm.pad_token_id,
+            micro_batch_size=micro_batch_size,
+        ).total.float()
+
+
+def dpo_step(lm: PretrainedLM, optimizer: torch.optim.Optimizer, pairs: Sequence[PreferencePair],
+             ref_chosen: Tensor, ref_rejected: Tensor, *, beta: float = 0.1, micro_batch_size: int = 4,
+             max_grad_norm: float | None = 1.0) -> tuple[float, float, float]:  # fmt: skip
+    """One DPO step on ``pairs`` (reference log-probs precomputed by :func:`reference_logprobs`).
+
+    Micro-batches of pairs accumulate gradients weighted by their share of the pairs, so the step equals the
+    full-batch one. Returns ``(loss, mean margin, accuracy)`` before the update.
+    """
+    params = [p for p in lm.model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("lm has no trainable parameters; add_lora(lm) first")
+    n = len(pairs)
+    optimizer.zero_grad(set_to_none=True)
+    loss_sum, margins = 0.0, []
+    for s in range(0, n, micro_batch_size):
+        mb = pairs[s : s + micro_batch_size]
+        prompt_ids = lm.encode_prompts([training_prompt(p.prompt) for p in mb])
+        resp = lm.encode_completions([p.chosen for p in mb] + [p.rejected for p in mb], add_eos=True)
+        scored = completion_token_logprobs(
+            lm.model, prompt_ids + prompt_ids, resp, pad_token_id=lm.pad_token_id, micro_batch_size=2 * len(mb)
+        ).total  # (2m,): chosen rows first
+        out = dpo_loss(scored[: len(mb)], scored[len(mb) :], ref_chosen[s : s + len(mb)].to(scored.device),
+                       ref_rejected[s : s + len(mb)].to(scored.device), beta=beta)  # fmt: skip
+        (out.loss * len(mb) / n).backward()
+        loss_sum += float(out.loss.detach()) * len(mb) / n
+        margins.append(out.margins)
+    grads = [p for p in params if p.grad is not None]
+    if max_grad_norm is not None:
+        torch.nn.utils.clip_grad_norm_(grads, max_grad_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    m = torch.cat(margins)
+    return loss_sum, float(m.mean()), float((m > 0).float().mean())
+
+
+def cosine_lr(step: int, total: int, *, warmup_ratio: float) -> float:
+    """LR multiplier: linear warm-up over ``ceil(warmup_ratio·total)`` steps, then cosine decay to 0
+    (``transformers``' ``get_cosine_schedule_with_warmup``, which LLaMA-Factory uses)."""
+    warmup = math.ceil(warmup_ratio * total)
+    if step < warmup:
+        return (step + 1) / (warmup + 1)
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+@dataclass(frozen=True)
+class TrainLog:
+    """What a training arm did.
+
+    Attributes:
+        method: ``"sft"``, ``"dpo"`` or ``"stereo_sft"`` (the task vector's fine-tuning on stereotypes).
+        steps: optimizer steps.
+        losses: loss per step.
+        margins: DPO only: mean reward margin per step.
+        accuracies: DPO only: share of pairs with a positive margin per step.
+        n_examples: distinct training examples.
+    """
+
+    method: str
+    steps: int
+    losses: list[float]
+    margins: list[float] = field(default_factory=list)
+    accuracies: list[float] = field(default_factory=list)
+    n_examples: int = 0
+
+
+def _batches(n: int, batch_size: int, steps: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    order = np.array([], dtype=int)
+    for _ in range(steps):
+        while order.size < batch_size:
+            order = np.concatenate([order, rng.permutation(n)])
+        yield order[:batch_size]
+        order = order[batch_size:]
+
+
+def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
+                method: Literal["sft", "dpo", "stereo_sft"], steps: int, batch_size: int, lr: float,
+                warmup_ratio: float = 0.1, beta: float = 0.1, lora_r: int = 8, lora_alpha: float = 16.0,
+                seed: int = 0, micro_batch_size: int = 8) -> TrainLog:  # fmt: skip
+    """Attach LoRA adapters to ``lm`` (in place) and train one arm on ``pairs``.
+
+    ``"sft"`` trains on ``chosen`` (anti-stereotype), ``"stereo_sft"`` on ``rejected`` (the task vector's
+    fine-tuning), ``"dpo"`` on (chosen, rejected) with the DPO loss against ``lm`` before training.
+
+    Args:
+        lm: a model without adapters (modified in place: it has trained adapters afterwards).
+        pairs: the training pairs.
+        method: the arm.
+        steps: optimizer steps.
+        batch_size: pairs per step.
+        lr: peak learning rate (AdamW, cosine schedule with warm-up).
+        warmup_ratio: share of the steps spent warming up.
+        beta: DPO's β.
+        lora_r: LoRA rank (LLaMA-Factory's default 8).
+        lora_alpha: LoRA α (LLaMA-Factory's default 2r).
+        seed: adapter initialisation and batch order.
+        micro_batch_size: sequences per forward/backward pass.
+
+    Returns:
+        :class:`TrainLog`.
+
+    Raises:
+        ValueError: for an unknown method, no pairs, or non-positive steps/batch size/lr.
+    """
+    if method not in ("sft", "dpo", "stereo_sft"):
+        raise ValueError(f"method must be 'sft', 'dpo' or 'stereo_sft', got {method!r}")
+    if not pairs:
+        raise ValueError("pairs must not be empty")
+    if steps < 1 or batch_size < 1 or lr <= 0:
+        raise ValueError(f"steps and batch_size must be >= 1 and lr > 0, got {steps}, {batch_size}, {lr}")
+    rng = np.random.default_rng(seed)
+    add_lora(lm, r=lora_r, alpha=lora_alpha, seed=seed)
+    params = [p for p in lm.model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: cosine_lr(s, steps, warmup_ratio=warmup_ratio))
+    # π_ref = the model before training (adapters off), scored lazily for the pairs the steps draw: cheaper than
+    # scoring every pair up front when the steps see fewer pairs than the data holds
+    ref: dict[int, tuple[float, float]] = {}
+    losses, margins, accs = [], [], []
+    lm.model.train()
+    for idx in _batches(len(pairs), batch_size, steps, rng):
+        batch = [pairs[i] for i in idx]
+        if method == "dpo":
+            new = sorted({int(i) for i in idx} - ref.keys())
+            if new:
+                scores = reference_logprobs(
+                    lm,
+                    [pairs[i].prompt for i in new] * 2,
+                    [pairs[i].chosen for i in new] + [pairs[i].rejected for i in new],
+                )
+                for k, i in enumerate(new):
+                    ref[i] = (float(scores[k]), float(scores[len(new) + k]))
+            ref_c = torch.tensor([ref[int(i)][0] for i in idx])
+            ref_r = torch.tensor([ref[int(i)][1] for i in idx])
+            loss, margin, acc = dpo_step(lm, optimizer, batch, ref_c, ref_r, beta=beta,
+                                         micro_batch_size=max(1, micro_batch_size // 2))  # fmt: skip
+            margins.append(margin)
+            accs.append(acc)
+        else:
+            target = [p.chosen if method == "sft" else p.rejected for p in batch]
+            loss = sft_step(lm, optimizer, [training_prompt(p.prompt) for p in batch], target,
+                            micro_batch_size=micro_batch_size).loss  # fmt: skip
+        losses.append(loss)
+        schedule.step()
+    lm.model.eval()
+    return TrainLog(method, steps, losses, margins, accs, len(pairs))
+
+
+def negate_task_vector(finetuned: PretrainedLM, base: PretrainedLM, *, lam: float = 0.5) -> PretrainedLM:
+    """Task-vector negation in place on ``base``: ``θ ← θ_pre − λ (θ_ft − θ_pre)``; returns ``base``.
+
+    Args:
+        finetuned: the model fine-tuned on stereotypical outputs (LoRA adapters are merged on a copy).
+        base: the pretrained model ``θ_pre`` (no adapters); it becomes the debiased model.
+        lam: ``λ`` (0.5 in the official ``test.py``).
+    """
+    if lam < 0:
+        raise ValueError(f"lam must be >= 0, got {lam}")
+    tau = task_vector(finetuned, base)
+    apply_task_vector(base, tau, scale=-lam)
+    return base
