@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,20 @@ def smoke_record(module: str, out: Path, *extra: str) -> dict[str, Any]:
     records = sorted((out / module).glob("*/result.json"))
     assert len(records) == 1, f"expected one record under {out / module}, found {records}"
     return json.loads(records[0].read_text())
+
+
+def readme_example(module: str) -> dict[str, Any]:
+    """Execute the module README's "Using it" example (the first ``python`` block after ``### Using it``) as written.
+
+    Returns the namespace it leaves, for the test to check its variables (its printed output goes to ``capsys``).
+    """
+    readme = Path(__file__).resolve().parents[1] / "src" / "iclr26" / module / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", text[text.index("### Using it") :], re.DOTALL)
+    assert block is not None, f"{readme} has no python block after '### Using it'"
+    namespace: dict[str, Any] = {}
+    exec(compile(block.group(1), str(readme), "exec"), namespace)  # noqa: S102 - the README's own example
+    return namespace
 
 
 def all_finite(value: Any) -> bool:

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
-README = Path(__file__).resolve().parents[2] / "src" / "iclr26" / "guishift" / "README.md"
+from tests.conftest import readme_example
 
 
 def test_using_it_example_runs(capsys):
-    text = README.read_text(encoding="utf-8")
-    block = re.search(r"```python\n(.*?)```", text[text.index("### Using it") :], re.DOTALL).group(1)
-    exec(compile(block, str(README), "exec"), {})
+    readme_example("guishift")
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].endswith("expected 'open_app'") and " 1.0 wrong action_type" in lines[0]  # R_format 1, R_action 0
