@@ -21,6 +21,10 @@ MAGREF: Masked Guidance for Any-Reference Video Generation with Subject Disentan
 With ``data=PATH`` (an official prompt file), the seed-0 ``magref`` model also generates a clip per line from the
 user's references and prompt (references fitted to the canvas blocks as in the official code), shown in
 ``user_clips.png``; the verdict stays on the synthetic world.
+
+Data parallel under torchrun: the base models and the arms train DistributedDataParallel on each rank's shard of the
+global batch (``batch_size``, :func:`~iclr26.magref.training.train`); the classifier, generation and scoring run
+alike on every rank.
 """
 
 from __future__ import annotations
@@ -571,4 +575,4 @@ def _plot(ctx: RunContext, config: MAGREFConfig, runs, arms_metrics, truth, base
         ctx.save_plot(fig, "examples.png")
 
 
-EXPERIMENT = Experiment(config_cls=MAGREFConfig, run=run)
+EXPERIMENT = Experiment(config_cls=MAGREFConfig, run=run, data_parallel=True)

@@ -20,6 +20,9 @@ PAGE-4D: Disentangled Pose and Geometry Estimation for (VGGT-)4D Perception, ICL
    (d) does not. ``full`` is reported with its intervals, outside the verdict.
 
 Units of work (``--resume``): ``pretrain``; ``seed<k>-<arm>`` for each arm (fine-tuning and evaluation).
+
+Data parallel under torchrun: pre-training and fine-tuning run DistributedDataParallel on each rank's shard of the
+global batch (``batch_size``, :func:`~iclr26.page4d.finetune.data_parallel_step`); evaluation runs alike on every rank.
 """
 
 from __future__ import annotations
@@ -34,13 +37,14 @@ import torch
 
 from iclr26.common.config import ConfigError, ExperimentConfig, require, threshold
 from iclr26.common.device import resolve_device
+from iclr26.common.distributed import current_world
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, numpy_rng
 from iclr26.common.stats import MarginTest, margin_test
 from iclr26.page4d.aggregator import MaskSchedule
 from iclr26.page4d.data import batch_tensors, load_sequences
-from iclr26.page4d.finetune import GroupSpec, apply_recipe, train_step, trainable_groups
+from iclr26.page4d.finetune import GroupSpec, apply_recipe, data_parallel_step, train_step, trainable_groups
 from iclr26.page4d.geometry import (
     absolute_trajectory_error,
     depth_metrics,
@@ -197,12 +201,23 @@ def _train(model: TinyVGGT, config: Page4DConfig, scenes: list[Scene4D], groups,
     opt = apply_recipe(model, groups)
     specs = [spec for _, spec in groups]
     rng = numpy_rng(derive_seed(seed, "batches"))
+    world = current_world()
+    net = None
+    if world.is_distributed:  # torchrun: DDP on each rank's shard of the global batch (finetune.data_parallel_step)
+        # find_unused_parameters: the mask head takes part only while α > 0 (alike on every rank;
+        # a parameter no rank used keeps grad None, as in one process, so AdamW skips it alike)
+        ids = [device.index] if device.type == "cuda" else None
+        net = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids, find_unused_parameters=True)
     losses = []
     for step in range(steps):
         idx = rng.choice(len(scenes), size=min(config.batch_size, len(scenes)), replace=False)
         batch = batch_tensors([scenes[i] for i in idx], device)
-        res = train_step(model, opt, specs, batch, step=step, total=steps, schedule=schedule,
-                         camera_weight=config.camera_weight)  # fmt: skip
+        if net is not None:
+            res = data_parallel_step(model, net, opt, specs, batch, world, step=step, total=steps, schedule=schedule,
+                                     camera_weight=config.camera_weight)  # fmt: skip
+        else:
+            res = train_step(model, opt, specs, batch, step=step, total=steps, schedule=schedule,
+                             camera_weight=config.camera_weight)  # fmt: skip
         losses.append(res.loss)
     return losses
 
@@ -445,4 +460,4 @@ def _plot(ctx: RunContext, ate: dict, results: dict[str, list[ArmResult]], pre: 
     ctx.save_plot(fig, "ate_per_arm.png")
 
 
-EXPERIMENT = Experiment(config_cls=Page4DConfig, run=run)
+EXPERIMENT = Experiment(config_cls=Page4DConfig, run=run, data_parallel=True)

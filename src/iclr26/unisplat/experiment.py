@@ -24,6 +24,9 @@ arXiv 2511.04595. Per seed k:
 
 Units of work (``--resume``): ``seed<k>-train-<model>`` (the trained weights and loss curve) for model in
 {single, dual, point, voxel}, and ``seed<k>-eval`` (all metrics of the seed).
+
+Data parallel under torchrun: the four models train DistributedDataParallel, each rank on its shard of the global
+batch's (drive, novel view) items (:func:`shard_loss`); evaluation runs alike on every rank.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import torch
 import torch.nn.functional as nnf
 
 from iclr26.common.config import ExperimentConfig, require, threshold
+from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
@@ -83,6 +87,11 @@ class UniSplatConfig(ExperimentConfig):
     patch: int = _opt(2, "pixels per point Gaussian along each axis (paper: 1, one Gaussian per pixel)")
     voxel_gs: int = _opt(2, "Gaussians per voxel (official config: voxel_gs_num=2)")
     train_sequences: int = _opt(32, "training drives per seed (not in the paper)")
+    batch_size: int = _opt(
+        1,
+        "drives per Adam step, the loss their mean (not in the paper; 1 in every record so "
+        "far); under torchrun the global batch, its (drive, novel view) items sharded over ranks",
+    )
     steps: int = _opt(
         150, "Adam steps per model (not in the paper; sized from a measured step time, ~0.1 s per step on one thread)"
     )
@@ -117,7 +126,7 @@ class UniSplatConfig(ExperimentConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("n_seeds", "train_sequences", "n_test", "dim", "patch", "voxel_gs", "n_parked"):
+        for name in ("n_seeds", "train_sequences", "n_test", "dim", "patch", "voxel_gs", "n_parked", "batch_size"):
             require(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
         require(self.steps >= 0, "steps", f"must be >= 0, got {self.steps}")
         require(self.n_moving >= 0, "n_moving", f"must be >= 0, got {self.n_moving}")
@@ -209,40 +218,120 @@ class TrainResult:
     losses: list[float]
 
 
+def _drive_terms(config: UniSplatConfig, model: UniSplat, seq: DrivingSequence, views: tuple[int, ...],
+                 bg: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:  # fmt: skip
+    """One drive's loss terms: the L1 RGB error of each novel view in ``views`` (half resolution), the dynamic
+    logits' BCE and the log-scale L1."""
+    frames = frames_of(seq)
+    history = None
+    if model.fusion:
+        with torch.no_grad():
+            for f in frames[:-1]:
+                o = model.step(f, history)
+                history = (o.scaffold, o.valid, f.ego_pose)
+    out = model.step(frames[-1], history)
+    k = frames[-1].intrinsic.clone()
+    k[:2] *= 0.5  # the loss is taken at half resolution (the camera's pixels twice as large)
+    rgb = []
+    for q in views:
+        r = out.render_set.render(torch.as_tensor(seq.novel[q], dtype=torch.float32), k, config.height // 2,
+                                  config.width // 2, background=bg)  # fmt: skip
+        target = nnf.avg_pool2d(torch.as_tensor(seq.novel_images[q]), 2)
+        rgb.append((r.image[:3] - target).abs().mean())
+    g = out.gaussians
+    sup = g.dynamic_target >= 0
+    dyn = nnf.binary_cross_entropy_with_logits(g.dynamic_logits[sup], g.dynamic_target[sup])
+    log_s = torch.log(torch.as_tensor(seq.depth_scale[-1], dtype=torch.float32))
+    scale = (out.log_scale - log_s).abs().mean()
+    return rgb, dyn, scale
+
+
+def _drive_loss(config: UniSplatConfig, model: UniSplat, seq: DrivingSequence, views: tuple[int, ...],
+                bg: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    """One drive's loss, ``w_rgb · mean over views of L1 + w_dyn · BCE + w_scale · |log γ − log γ*|``."""
+    terms, dyn, scale = _drive_terms(config, model, seq, views, bg)
+    rgb = 0.0
+    for term in terms:
+        rgb = rgb + term / len(views)
+    return config.w_rgb * rgb + config.w_dyn * dyn + config.w_scale * scale
+
+
+class _ShardLoss(torch.nn.Module):
+    """A module whose forward is a rank's shard loss (:func:`shard_loss`), so DistributedDataParallel can wrap it."""
+
+    def __init__(self, config: UniSplatConfig, model: UniSplat, bg: torch.Tensor) -> None:
+        super().__init__()
+        self.model = model
+        self.config, self.bg = config, bg
+
+    def forward(self, draws: list[tuple[DrivingSequence, tuple[int, ...]]], items: range) -> torch.Tensor:
+        return shard_loss(self.config, self.model, draws, items, self.bg)
+
+
+def shard_loss(config: UniSplatConfig, model: UniSplat, draws: list[tuple[DrivingSequence, tuple[int, ...]]],
+               items: range, bg: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    """The mean loss of the items ``items`` of a global batch of drives (a data-parallel rank's shard).
+
+    The batch's items are the (drive, novel view) pairs, drive-major, ``len(views)`` per drive. Item (d, v)'s loss
+    is ``w_rgb · L1_{d,v} + w_dyn · BCE_d + w_scale · scale_d``; a drive's loss (:func:`_drive_loss`) is the mean
+    over its views of these, and the batch's loss the mean over its drives, so the batch's loss is the mean over
+    all items and ``shard_loss(items) · len(items) / n_items`` summed over a partition of the items is the batch's
+    loss. Each drive with an item in ``items`` is streamed once; only its views in ``items`` are rendered.
+    """
+    per_drive = len(draws[0][1])
+    chosen: dict[int, list[int]] = {}
+    for i in items:
+        chosen.setdefault(i // per_drive, []).append(draws[i // per_drive][1][i % per_drive])
+    total = 0.0
+    for d, views in chosen.items():
+        terms, dyn, scale = _drive_terms(config, model, draws[d][0], tuple(views), bg)
+        for term in terms:
+            total = total + config.w_rgb * term + config.w_dyn * dyn + config.w_scale * scale
+    return total / len(items)
+
+
 def train_model(config: UniSplatConfig, name: str, seqs: list[DrivingSequence], seed: int) -> TrainResult:
     """Train model ``name`` on ``seqs`` (module docstring, step 2); the data order depends on ``seed`` only, so every
-    model of a seed sees the same drives and views in the same order."""
+    model of a seed sees the same drives and views in the same order. A step's loss is the mean over its
+    ``batch_size`` drives.
+
+    Under torchrun (:mod:`iclr26.common.distributed`) every rank draws the same global batch and trains through
+    DistributedDataParallel on its contiguous shard of the batch's (drive, view) items (:func:`shard_loss`): its
+    mean loss times ``world_size ×`` its share, so DDP's gradient average is the global batch's gradient; the
+    recorded loss is summed over the ranks.
+    """
     model = build_model(config, name, torch_generator(derive_seed(seed, "init")))
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     rng = numpy_rng(derive_seed(seed, "order"))
     bg = torch.as_tensor(SKY, dtype=torch.float32)
     n_in, n_out = len(config.inside_yaws), len(config.outside_yaws)
+    ranks = current_world()
+    net, items, share = None, range(0), 1.0
+    if ranks.is_distributed:
+        n_items = 2 * config.batch_size  # two supervised views per drive
+        if n_items < ranks.size:
+            raise ValueError(f"batch_size={config.batch_size} drives give {n_items} (drive, view) items, fewer than "
+                             f"the {ranks.size} ranks; raise batch_size")  # fmt: skip
+        items = shard_range(n_items, ranks.rank, ranks.size)
+        share = len(items) / n_items
+        # find_unused_parameters: parameters a model variant leaves out of the loss, alike on every rank
+        net = torch.nn.parallel.DistributedDataParallel(_ShardLoss(config, model, bg), find_unused_parameters=True)
     losses = []
     for _ in range(config.steps):
-        seq = seqs[int(rng.integers(len(seqs)))]
-        views = (int(rng.integers(n_in)), n_in + int(rng.integers(n_out)))
-        frames = frames_of(seq)
-        history = None
-        if model.fusion:
-            with torch.no_grad():
-                for f in frames[:-1]:
-                    o = model.step(f, history)
-                    history = (o.scaffold, o.valid, f.ego_pose)
-        out = model.step(frames[-1], history)
-        k = frames[-1].intrinsic.clone()
-        k[:2] *= 0.5  # the loss is taken at half resolution (the camera's pixels twice as large)
-        rgb = 0.0
-        for q in views:
-            r = out.render_set.render(torch.as_tensor(seq.novel[q], dtype=torch.float32), k, config.height // 2,
-                                      config.width // 2, background=bg)  # fmt: skip
-            target = nnf.avg_pool2d(torch.as_tensor(seq.novel_images[q]), 2)
-            rgb = rgb + (r.image[:3] - target).abs().mean() / len(views)
-        g = out.gaussians
-        sup = g.dynamic_target >= 0
-        dyn = nnf.binary_cross_entropy_with_logits(g.dynamic_logits[sup], g.dynamic_target[sup])
-        log_s = torch.log(torch.as_tensor(seq.depth_scale[-1], dtype=torch.float32))
-        scale = (out.log_scale - log_s).abs().mean()
-        loss = config.w_rgb * rgb + config.w_dyn * dyn + config.w_scale * scale
+        draws = [(seqs[int(rng.integers(len(seqs)))], (int(rng.integers(n_in)), n_in + int(rng.integers(n_out))))
+                 for _ in range(config.batch_size)]  # fmt: skip
+        if net is not None:
+            loss = net(draws, items)
+            opt.zero_grad()
+            (loss * (share * ranks.size)).backward()
+            opt.step()
+            (value,) = all_reduce_sum([float(loss.detach()) * share])
+            losses.append(value)
+            continue
+        if config.batch_size == 1:
+            loss = _drive_loss(config, model, *draws[0], bg)
+        else:
+            loss = torch.stack([_drive_loss(config, model, seq, views, bg) for seq, views in draws]).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -438,4 +527,4 @@ def _plot(ctx: RunContext, arms: dict[str, Any], losses: dict[str, list[list[flo
     ctx.save_plot(fig, "psnr_by_arm.png")
 
 
-EXPERIMENT = Experiment(config_cls=UniSplatConfig, run=run)
+EXPERIMENT = Experiment(config_cls=UniSplatConfig, run=run, data_parallel=True)
