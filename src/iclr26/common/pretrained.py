@@ -1143,19 +1143,9 @@ def grpo_step(
     optimizer.zero_grad(set_to_none=True)
     for s in range(0, n, micro_batch_size):
         rows = slice(s, min(s + micro_batch_size, n))
-        scored = completion_token_logprobs(
-            lm.model,
-            rollout.prompt_ids[rows],
-            rollout.completion_ids[rows],
-            pad_token_id=lm.pad_token_id,
-            micro_batch_size=micro_batch_size,
+        terms, m = _micro_batch_terms(
+            lm.model, lm.pad_token_id, rollout, rows, mask, advantages, beta, clip_eps, aggregation, micro_batch_size
         )
-        t_mb = scored.logprobs.shape[1]
-        logp, m = scored.logprobs, mask[rows, :t_mb]
-        logp_old = rollout.logp_old[rows, :t_mb].to(device)
-        adv = advantages[rows] if advantages.ndim == 1 else advantages[rows, :t_mb]
-        kl = kl_k3(logp, rollout.logp_ref[rows, :t_mb].to(device)) if beta > 0 else None
-        terms = grpo_loss(logp, logp_old, adv, mask=m, kl=kl, beta=beta, clip_eps=clip_eps, aggregation=aggregation)
         # the micro-batch's share of the full-batch mean: samples (Eq. (3)) or tokens
         weight = (rows.stop - rows.start) / n if aggregation == "sequence" else float(m.sum()) / max(total_tokens, 1)
         if terms.loss.requires_grad:  # False only for a micro-batch of empty completions (loss 0)
@@ -1166,6 +1156,37 @@ def grpo_step(
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return GRPOStepResult(**sums, grad_norm=grad_norm, n_tokens=total_tokens)
+
+
+def _micro_batch_terms(
+    model: nn.Module,
+    pad_token_id: int,
+    rollout: Rollout,
+    rows: slice,
+    mask: Tensor,
+    advantages: Tensor,
+    beta: float,
+    clip_eps: float,
+    aggregation: str,
+    micro_batch_size: int,
+) -> tuple[Any, Tensor]:
+    """The GRPO loss terms (:func:`iclr26.common.grpo.grpo_loss`) of the micro-batch ``rows`` of ``rollout`` under
+    ``model``, and its completion mask (trimmed to the micro-batch's longest completion)."""
+    device = mask.device
+    scored = completion_token_logprobs(
+        model,
+        rollout.prompt_ids[rows],
+        rollout.completion_ids[rows],
+        pad_token_id=pad_token_id,
+        micro_batch_size=micro_batch_size,
+    )
+    t_mb = scored.logprobs.shape[1]
+    logp, m = scored.logprobs, mask[rows, :t_mb]
+    logp_old = rollout.logp_old[rows, :t_mb].to(device)
+    adv = advantages[rows] if advantages.ndim == 1 else advantages[rows, :t_mb]
+    kl = kl_k3(logp, rollout.logp_ref[rows, :t_mb].to(device)) if beta > 0 else None
+    terms = grpo_loss(logp, logp_old, adv, mask=m, kl=kl, beta=beta, clip_eps=clip_eps, aggregation=aggregation)
+    return terms, m
 
 
 # ------------------------------------------------------------------------------------------------ data parallel
@@ -1333,19 +1354,18 @@ def _grpo_step_parallel(
     optimizer.zero_grad(set_to_none=True)
     for s in range(0, n, micro_batch_size):
         rows = slice(s, min(s + micro_batch_size, n))
-        scored = completion_token_logprobs(
+        terms, m = _micro_batch_terms(
             lm.train_model,
-            rollout.prompt_ids[rows],
-            rollout.completion_ids[rows],
-            pad_token_id=lm.pad_token_id,
-            micro_batch_size=micro_batch_size,
+            lm.pad_token_id,
+            rollout,
+            rows,
+            mask,
+            advantages,
+            beta,
+            clip_eps,
+            aggregation,
+            micro_batch_size,
         )
-        t_mb = scored.logprobs.shape[1]
-        logp, m = scored.logprobs, mask[rows, :t_mb]
-        logp_old = rollout.logp_old[rows, :t_mb].to(device)
-        adv = advantages[rows] if advantages.ndim == 1 else advantages[rows, :t_mb]
-        kl = kl_k3(logp, rollout.logp_ref[rows, :t_mb].to(device)) if beta > 0 else None
-        terms = grpo_loss(logp, logp_old, adv, mask=m, kl=kl, beta=beta, clip_eps=clip_eps, aggregation=aggregation)
         # the micro-batch's share of the *global* batch: samples (Eq. (3)) or tokens
         share = rows.stop - rows.start if aggregation == "sequence" else float(m.sum())
         weight = share / (n_global if aggregation == "sequence" else max(tokens_global, 1.0))

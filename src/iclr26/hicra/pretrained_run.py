@@ -262,14 +262,7 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
         if per_prompt_seeds(config, ctx):
             distribute(lm, mode=config.parallel)  # no-op in one process
             return _arm_per_prompt(config, lm, arm, i, sft, train, held_out)
-        opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.rl_lr)
-        gen = torch.Generator().manual_seed(derive_seed(config.seed, "rl", i) % 2**63)
-        amplify: StrategicGrams | str | None = {
-            "grpo": None,
-            "hicra": "grams",
-            "placebo": sft.placebo,
-            "entropy": "entropy",
-        }[arm]
+        opt, gen, amplify = _arm_start(config, lm, arm, i, sft)
         curves = RLCurves(arm=arm)
         for step in range(config.rl_steps + 1):
             if step % config.eval_every == 0 or step == config.rl_steps:
@@ -311,6 +304,19 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
     return sft, runs
 
 
+def _arm_start(config, lm, arm: str, i: int, sft: PretrainedSFT) -> tuple:
+    """An RL arm's optimiser over the adapters, its step generator (seed i's "rl" stream) and what it amplifies."""
+    opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.rl_lr)
+    gen = torch.Generator().manual_seed(derive_seed(config.seed, "rl", i) % 2**63)
+    amplify: StrategicGrams | str | None = {
+        "grpo": None,
+        "hicra": "grams",
+        "placebo": sft.placebo,
+        "entropy": "entropy",
+    }[arm]
+    return opt, gen, amplify
+
+
 def _arm_per_prompt(config, lm, arm: str, i: int, sft: PretrainedSFT, train, held_out) -> RLCurves:
     """One arm's RL with per-prompt seeds, data parallel under torchrun (each rank on its shard of the prompts).
 
@@ -330,14 +336,7 @@ def _arm_per_prompt(config, lm, arm: str, i: int, sft: PretrainedSFT, train, hel
             "it with parallel=fsdp (every rank makes the same generation calls)"
         )
     shard = shard_range(Q, world.rank, world.size)
-    opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.rl_lr)
-    gen = torch.Generator().manual_seed(derive_seed(config.seed, "rl", i) % 2**63)
-    amplify: StrategicGrams | str | None = {
-        "grpo": None,
-        "hicra": "grams",
-        "placebo": sft.placebo,
-        "entropy": "entropy",
-    }[arm]
+    opt, gen, amplify = _arm_start(config, lm, arm, i, sft)
     curves = RLCurves(arm=arm)
     for step in range(config.rl_steps + 1):
         if step % config.eval_every == 0 or step == config.rl_steps:
