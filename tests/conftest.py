@@ -39,6 +39,38 @@ def smoke_record(module: str, out: Path, *extra: str) -> dict[str, Any]:
     return json.loads(records[0].read_text())
 
 
+def dist_env(timeout_s: float = 60, **extra: str) -> dict[str, str]:
+    """The environment of a test's launch: one thread per process, a collective timeout of ``timeout_s`` seconds
+    (``ICLR26_DIST_TIMEOUT_S``), ``extra`` variables, and no ``RANK``/``WORLD_SIZE``/``LOCAL_RANK`` inherited from
+    an outer launch."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": str(timeout_s)}
+    env.update(extra)
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        env.pop(name, None)
+    return env
+
+
+#: ``torchrun --standalone`` (a free port on this machine), checking the ranks' health every 0.2 s.
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--monitor-interval=0.2"]
+
+
+def torchrun(
+    *args: str, nproc: int = 2, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """``torchrun --nproc_per_node=NPROC ARGS`` on the CPU (gloo), never raising on a non-zero exit.
+
+    ``env`` defaults to :func:`dist_env`; ``timeout`` bounds the whole launch (a hang fails the test, not CI).
+    """
+    return subprocess.run(
+        [*TORCHRUN, f"--nproc_per_node={nproc}", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dist_env() if env is None else env,
+        check=False,
+    )
+
+
 def readme_example(module: str) -> dict[str, Any]:
     """Execute the module README's "Using it" example (the first ``python`` block after ``### Using it``) as written.
 

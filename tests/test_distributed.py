@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from iclr26.common.distributed import (
     world_from_env,
 )
 from iclr26.common.records import ERROR_FILE, INTERRUPTED_FILE, RESULT_FILE, RUN_FILE
+from tests.conftest import torchrun
 
 # The stand-in reproduction. On ranks other than 0 every function that writes a run's files raises, so a run that
 # finishes proves that only rank 0 wrote. T_INTERRUPT stops the run after the first unit (as Ctrl-C would),
@@ -99,23 +99,6 @@ from iclr26.cli import main
 
 raise SystemExit(main(sys.argv[1:]))
 """
-
-
-def torchrun(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``torchrun --nproc_per_node=2 --standalone ARGS`` (gloo on the CPU), never raising on a non-zero exit."""
-    full_env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "30"}
-    full_env.update(env or {})
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        full_env.pop(name, None)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
-    return subprocess.run(
-        [*launch, "--monitor-interval=0.2", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-        check=False,
-    )
 
 
 @pytest.fixture

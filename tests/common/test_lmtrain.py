@@ -15,6 +15,7 @@ from iclr26.common.lmtrain import (
     train_lm,
 )
 from iclr26.common.tinylm import TinyLM, TinyLMConfig
+from tests.conftest import torchrun
 
 MODEL = TinyLMConfig(context_len=16, d_model=32, n_layers=1, n_heads=2, d_ff=64)
 
@@ -141,7 +142,7 @@ from dataclasses import asdict
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/../.."]  # this folder, and the checkout for `tests`
 from test_lmtrain import ddp_run
 
 from iclr26.common import distributed as D
@@ -202,25 +203,11 @@ def test_two_ranks_follow_one_rank_with_two_accumulation_steps(tmp_path):
     halves vs accumulation of micro-batches) and losses; 1e-9 is far above float64 rounding after 8 steps and far
     below any real difference (one changed batch row moves the loss by ~1e-3).
     """
-    import os
-    import subprocess
-    import sys
     from pathlib import Path
 
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
     script = tmp_path / "ddp.py"
     script.write_text(DDP_SCRIPT)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
-    proc = subprocess.run(
-        [*launch, str(script), str(Path(__file__).parent), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
+    proc = torchrun(str(script), str(Path(__file__).parent), str(tmp_path), timeout=300)
     assert proc.returncode == 0, proc.stderr
     two = torch.load(tmp_path / "out.pt", weights_only=False)
     history, params, rows = ddp_run(micro=2)  # one process: micro-batches of 2, i.e. 2 or 4 accumulation steps

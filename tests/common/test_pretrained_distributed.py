@@ -10,7 +10,6 @@ are averaged by an all-reduce instead of summed in one backward).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -18,6 +17,7 @@ import pytest
 import torch
 
 from iclr26.common.pretrained import add_lora, distribute, load_pretrained, sample_rollout
+from tests.conftest import TORCHRUN, dist_env
 
 SCRIPT = r"""
 import sys
@@ -70,15 +70,14 @@ TOLERANCE = 1e-5
 
 
 def launch(script, mode: str, folder, out, nproc: int) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "60"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    if nproc == 1:
-        cmd = [sys.executable, str(script)]
-    else:
-        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", "--standalone", str(script)]
+    launch = [sys.executable] if nproc == 1 else [*TORCHRUN, f"--nproc_per_node={nproc}"]
     return subprocess.run(
-        [*cmd, mode, str(folder), str(out)], capture_output=True, text=True, timeout=180, env=env, check=False
+        [*launch, str(script), mode, str(folder), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dist_env(),
+        check=False,
     )
 
 

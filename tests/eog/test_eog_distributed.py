@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from iclr26.eog.experiment import EogConfig, per_prompt_seeds
 from iclr26.eog.policy import TinyPolicy, WordVocab
 from iclr26.eog.rewards import F1_ONLY
 from iclr26.eog.training import grpo_stage
+from tests.conftest import TORCHRUN, dist_env, torchrun
 
 GRAPH = (("p01", "works_at", "c02"), ("c02", "hq_in", "t03"), ("p01", "born_in", "t04"), ("t04", "twin", "t03"))
 
@@ -55,13 +55,9 @@ TOLERANCE = 1e-6
 
 
 def run_cli(out, *extra: str, nproc: int) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "60"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    launch = [sys.executable] if nproc == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    launch += [] if nproc == 1 else [f"--nproc_per_node={nproc}", "--monitor-interval=0.2"]
+    launch = [sys.executable] if nproc == 1 else [*TORCHRUN, f"--nproc_per_node={nproc}"]
     cmd = [*launch, "-m", "iclr26", "run", "eog", "--scale", "smoke", "--quiet", "--out", str(out), *SMALL, *extra]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, check=False)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dist_env(), check=False)
 
 
 def floats(value, path=""):
@@ -128,7 +124,7 @@ SCRIPT = """
 import sys
 import torch
 from iclr26.common import distributed as D
-sys.path.insert(0, sys.argv[2])
+sys.path[:0] = [sys.argv[2], sys.argv[2] + "/../.."]  # this folder, and the checkout for `tests`
 from test_eog_distributed import trained_stage
 world = D.world_from_env()
 D.init_process_group(world, timeout=60)
@@ -142,14 +138,7 @@ D.destroy_process_group(synchronise=True)
 def test_grpo_stage_on_two_ranks_follows_the_one_process_per_prompt_trajectory(tmp_path):
     script = tmp_path / "stage.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "60"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    here = str(Path(__file__).parent)
-    proc = subprocess.run(
-        [*launch, str(script), str(tmp_path / "two.pt"), here], capture_output=True, text=True, timeout=120, env=env
-    )
+    proc = torchrun(str(script), str(tmp_path / "two.pt"), str(Path(__file__).parent), timeout=300)
     assert proc.returncode == 0, proc.stderr
     two = torch.load(tmp_path / "two.pt", weights_only=False)
     curves, state = trained_stage()  # one process, the whole batch
@@ -207,7 +196,7 @@ import sys
 import torch
 from iclr26.common import distributed as D
 from iclr26.common import pretrained
-sys.path.insert(0, sys.argv[3])
+sys.path[:0] = [sys.argv[3], sys.argv[3] + "/../.."]  # this folder, and the checkout for `tests`
 import iclr26.eog.training as training
 from iclr26.eog.policy import PretrainedPolicy
 from iclr26.eog.rewards import F1_ONLY
@@ -235,18 +224,12 @@ D.destroy_process_group(synchronise=True)
 def test_smollm2_stage_with_fsdp_on_two_ranks_equals_one_process(tmp_path):
     script = tmp_path / "stage.py"
     script.write_text(SMOLLM2_SCRIPT)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "120"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    here = str(Path(__file__).parent)
+    env, here = dist_env(120), str(Path(__file__).parent)
     one = subprocess.run(
         [sys.executable, str(script), "fsdp", str(tmp_path / "one.pt"), here], capture_output=True, text=True, env=env
     )
     assert one.returncode == 0, one.stderr
-    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    two = subprocess.run(
-        [*launch, str(script), "fsdp", str(tmp_path / "two.pt"), here], capture_output=True, text=True, env=env
-    )
+    two = torchrun(str(script), "fsdp", str(tmp_path / "two.pt"), here, env=env)
     assert two.returncode == 0, two.stderr
     a, b = torch.load(tmp_path / "one.pt", weights_only=False), torch.load(tmp_path / "two.pt", weights_only=False)
     assert a["parallel"] is None and b["parallel"] == "fsdp"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from iclr26.common.config import ConfigError
 from iclr26.common.distributed import World
 from iclr26.hicra.experiment import HicraConfig, per_prompt_seeds
 from iclr26.hicra.training import prompt_seed
+from tests.conftest import TORCHRUN, dist_env
 
 # Tolerance of the record's floats, 2 ranks vs 1 rank with rollout_seeds=prompt: the same completions, gradients
 # summed in another order; measured <= 1.6e-7 on the smoke (entropies, relative perplexities); a rollout that
@@ -30,14 +30,7 @@ from iclr26.hicra.training import prompt_seed
 TOLERANCE = 1e-5
 
 
-def env() -> dict[str, str]:
-    out = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "120"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        out.pop(name, None)
-    return out
-
-
-TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+TWO = [*TORCHRUN, "--nproc_per_node=2"]
 
 
 def floats(value, path=""):
@@ -52,7 +45,7 @@ def floats(value, path=""):
 def test_smoke_on_two_ranks_equals_one_process_with_per_prompt_seeds(tmp_path):
     args = ["-m", "iclr26", "run", "hicra", "--scale", "smoke", "--quiet"]
     two = subprocess.run(
-        [*TORCHRUN, *args, "--out", str(tmp_path / "two")], capture_output=True, text=True, timeout=300, env=env()
+        [*TWO, *args, "--out", str(tmp_path / "two")], capture_output=True, text=True, timeout=300, env=dist_env(120)
     )
     assert two.returncode == 0, two.stderr
     (record_file,) = (tmp_path / "two" / "hicra").glob("*/result.json")
@@ -63,7 +56,7 @@ def test_smoke_on_two_ranks_equals_one_process_with_per_prompt_seeds(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
-        env=env(),
+        env=dist_env(120),
     )
     assert one.returncode == 0, one.stderr
     single = json.loads(next((tmp_path / "one" / "hicra").glob("*/result.json")).read_text())
@@ -113,11 +106,11 @@ def test_smollm2_arm_on_two_ranks_equals_one_process(mode, tmp_path):
     script = tmp_path / "arm.py"
     script.write_text(SCRIPT)
     one = subprocess.run(
-        [sys.executable, str(script), mode, str(tmp_path / "one.pt")], capture_output=True, text=True, env=env()
+        [sys.executable, str(script), mode, str(tmp_path / "one.pt")], capture_output=True, text=True, env=dist_env(120)
     )
     assert one.returncode == 0, one.stderr
     two = subprocess.run(
-        [*TORCHRUN, str(script), mode, str(tmp_path / "two.pt")], capture_output=True, text=True, env=env()
+        [*TWO, str(script), mode, str(tmp_path / "two.pt")], capture_output=True, text=True, env=dist_env(120)
     )
     assert two.returncode == 0, two.stderr
     a, b = torch.load(tmp_path / "one.pt", weights_only=False), torch.load(tmp_path / "two.pt", weights_only=False)

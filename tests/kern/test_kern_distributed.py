@@ -8,13 +8,13 @@ global batch (2 accumulation steps), as its losses do (tests/test_distributed.py
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
 from iclr26.kern.experiment import reduce_load
+from tests.conftest import torchrun
 
 # Losses: the tolerance of tests/test_distributed.py (the same per-sequence gradients summed in another order move a
 # loss by ~1e-7 after the smoke's steps). Load counts are integers and came out equal (CV equal to the last bit); a
@@ -27,22 +27,6 @@ CV_TOLERANCE = 1e-3
 def test_reducing_load_without_a_process_group_keeps_the_counts_per_layer():
     assert reduce_load([[3, 0, 5], [1, 1, 6]]) == [[3, 0, 5], [1, 1, 6]]
     assert reduce_load([]) == []
-
-
-def torchrun(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``torchrun --nproc_per_node=2 --standalone ARGS`` on the CPU (gloo), never raising on a non-zero exit."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "60"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
-    return subprocess.run(
-        [*launch, "--monitor-interval=0.2", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-    )
 
 
 @pytest.mark.slow  # 115 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun

@@ -7,7 +7,6 @@ with two gloo ranks and compares it with one process.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -19,6 +18,7 @@ from iclr26.magref.experiment import MAGREFConfig, build_model
 from iclr26.magref.flow import interpolate
 from iclr26.magref.latent import CausalPatchify
 from iclr26.magref.training import build_batch, draw_items, permute_regions, shard_loss
+from tests.conftest import torchrun
 
 # Tolerance, 2 ranks vs 1 process with the same global batch (float32): DDP averages two half-batch gradients where one
 # process takes one mean, ~1e-7 relative per step, carried on by AdamW; the smoke (4 steps per model) measured under
@@ -60,19 +60,9 @@ def test_rank_shards_of_a_batch_give_the_global_loss_and_gradient(layout):
         assert torch.allclose(p.grad / 2, g, rtol=1e-4, atol=1e-7)
 
 
-def _torchrun(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``torchrun --nproc_per_node=2 --standalone ARGS`` on the CPU (gloo), never raising on a non-zero exit."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "60"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
-    return subprocess.run([*launch, "--monitor-interval=0.2", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, check=False)  # fmt: skip
-
-
 @pytest.mark.slow  # ~60 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun
 def test_smoke_under_torchrun_writes_one_record_with_the_single_process_losses(tmp_path):
-    two = _torchrun("-m", "iclr26", "run", "magref", "--scale", "smoke", "--quiet", "--out", str(tmp_path / "two"))
+    two = torchrun("-m", "iclr26", "run", "magref", "--scale", "smoke", "--quiet", "--out", str(tmp_path / "two"))
     assert two.returncode == 0, two.stderr
     (record_file,) = (tmp_path / "two" / "magref").glob("*/result.json")
     assert [p.name for p in (tmp_path / "two" / "magref").iterdir()] == [record_file.parent.name]

@@ -7,7 +7,6 @@ micro-batches; BatchNorm normalises each micro-batch, so 2 ranks x 1 micro-batch
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ import torch
 from iclr26.common.config import ConfigError
 from iclr26.common.distributed import SINGLE
 from iclr26.meom.experiment import MEOMConfig, _split_step
+from tests.conftest import torchrun
 
 # Tolerance of a training loss, 2 ranks vs 1 process with 2 accumulation steps (float32): the same per-image
 # gradients summed in another order (all-reduce of two micro-batch gradients vs accumulation in one process) move a
@@ -58,22 +58,6 @@ def test_micro_batches_smaller_than_two_images_are_refused_naming_the_field():
     net = torch.nn.Linear(5, 3)
     with pytest.raises(ValueError, match="fewer than 2 images"):
         _split_step(lambda rows: net(torch.randn(5, 5)[rows]).sum(), net, 5, 3, SINGLE)
-
-
-def torchrun(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``torchrun --nproc_per_node=2 --standalone ARGS`` on the CPU (gloo), never raising on a non-zero exit."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "60"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
-    return subprocess.run(
-        [*launch, "--monitor-interval=0.2", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-    )
 
 
 @pytest.mark.slow  # 78 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 
@@ -21,6 +20,7 @@ from iclr26.nextstep.data import prompt_ids
 from iclr26.nextstep.experiment import NextStepConfig, _LossModule, _sharded_step
 from iclr26.nextstep.heads import FlowMatchingHead, flow_matching_loss
 from iclr26.nextstep.model import ARTransformer, nextstep_loss
+from tests.conftest import dist_env, torchrun
 
 # Tolerance of the record's floats, 2 ranks vs 1 process: gradients summed in another order moved the losses and
 # the sample metrics by <= 1.2e-7 (measured on the smoke); a batch or noise row given to the wrong rank moves the
@@ -89,14 +89,9 @@ def test_ranks_shares_sum_to_the_one_process_loss_and_gradient():
 
 @pytest.mark.slow  # the smoke twice, one launch with two interpreters (~25 s on an idle machine)
 def test_smoke_on_two_ranks_equals_the_one_process_run(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "120"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
+    env = dist_env(120)
     args = ["-m", "iclr26", "run", "nextstep", "--scale", "smoke", "--quiet"]
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    two = subprocess.run(
-        [*torchrun, *args, "--out", str(tmp_path / "two")], capture_output=True, text=True, timeout=300, env=env
-    )
+    two = torchrun(*args, "--out", str(tmp_path / "two"), env=env)
     assert two.returncode == 0, two.stderr
     (record_file,) = (tmp_path / "two" / "nextstep").glob("*/result.json")
     record = json.loads(record_file.read_text())

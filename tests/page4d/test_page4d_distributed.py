@@ -8,7 +8,6 @@ gloo ranks and compares it with one process.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -19,6 +18,7 @@ from iclr26.common.distributed import World
 from iclr26.page4d.data import batch_tensors
 from iclr26.page4d.experiment import Page4DConfig, _scenes, build_model
 from iclr26.page4d.finetune import GroupSpec, data_parallel_step, train_step, trainable_groups
+from tests.conftest import torchrun
 
 # Tolerance, 2 ranks vs 1 process with the same global batch (float32): DDP averages two half-batch gradients where one
 # process takes one mean, which moves a loss by ~1e-7 relative per step, and AdamW carries it on; the smoke measured
@@ -68,19 +68,9 @@ def test_rank_shards_of_a_batch_give_the_global_loss_and_gradient():
         data_parallel_step(model, model, opt, specs, batch, World(rank=0, size=4), **kw)
 
 
-def _torchrun(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``torchrun --nproc_per_node=2 --standalone ARGS`` on the CPU (gloo), never raising on a non-zero exit."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "60"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
-    return subprocess.run([*launch, "--monitor-interval=0.2", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, check=False)  # fmt: skip
-
-
 @pytest.mark.slow  # ~60 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun
 def test_smoke_under_torchrun_writes_one_record_with_the_single_process_losses(tmp_path):
-    two = _torchrun("-m", "iclr26", "run", "page4d", "--scale", "smoke", "--quiet", "--out", str(tmp_path / "two"))
+    two = torchrun("-m", "iclr26", "run", "page4d", "--scale", "smoke", "--quiet", "--out", str(tmp_path / "two"))
     assert two.returncode == 0, two.stderr
     (record_file,) = (tmp_path / "two" / "page4d").glob("*/result.json")
     assert [p.name for p in (tmp_path / "two" / "page4d").iterdir()] == [record_file.parent.name]

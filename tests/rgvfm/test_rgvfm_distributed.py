@@ -8,7 +8,6 @@ and print the losses and final weights as JSON (rank 0) or the weights' checksum
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import torch
 from iclr26.rgvfm import Sphere, TimeMLP, build_flow, make_prior
 from iclr26.rgvfm.benchmarks import checkerboard
 from iclr26.rgvfm.training import FlowTrainer
+from tests.conftest import torchrun
 
 SCRIPT = r"""
 import json, sys
@@ -28,7 +28,7 @@ from iclr26.common import distributed as D
 
 world = D.world_from_env()
 D.init_process_group(world)
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[1] + '/../..']  # this folder, and the checkout for `tests`
 from test_rgvfm_distributed import train  # the same setup as the one-process reference
 
 trainer = train()
@@ -64,22 +64,6 @@ def train() -> FlowTrainer:
     )  # fmt: skip
     trainer.run(STEPS)
     return trainer
-
-
-def torchrun(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``torchrun --nproc_per_node=2 --standalone ARGS`` on the CPU (gloo), never raising on a non-zero exit."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "60"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
-    return subprocess.run(
-        [*launch, "--monitor-interval=0.2", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-    )
 
 
 def test_two_ranks_train_the_flow_as_one_process_with_the_same_batch(tmp_path):

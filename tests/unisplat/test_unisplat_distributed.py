@@ -7,7 +7,6 @@ with two gloo ranks and compares it with one process.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -26,6 +25,7 @@ from iclr26.unisplat.experiment import (
     train_model,
 )
 from iclr26.unisplat.world import SKY
+from tests.conftest import torchrun
 
 # Tolerance, 2 ranks vs 1 process with the same global batch (float32): the two ranks' item losses are averaged by
 # DDP where one process takes one mean over views, ~1e-7 relative per step, carried on by Adam; the smoke measured
@@ -86,20 +86,10 @@ def test_batch_size_is_validated():
         UniSplatConfig(batch_size=0)
 
 
-def _torchrun(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``torchrun --nproc_per_node=2 --standalone ARGS`` on the CPU (gloo), never raising on a non-zero exit."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "60"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
-    return subprocess.run([*launch, "--monitor-interval=0.2", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, check=False)  # fmt: skip
-
-
 @pytest.mark.slow  # ~60 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun
 def test_smoke_under_torchrun_writes_one_record_with_the_single_process_losses(tmp_path):
     # the smoke's batch of one drive has two items: one view per rank, the drive streamed on both
-    two = _torchrun("-m", "iclr26", "run", "unisplat", "--scale", "smoke", "--quiet", "--out", str(tmp_path / "two"))
+    two = torchrun("-m", "iclr26", "run", "unisplat", "--scale", "smoke", "--quiet", "--out", str(tmp_path / "two"))
     assert two.returncode == 0, two.stderr
     (record_file,) = (tmp_path / "two" / "unisplat").glob("*/result.json")
     assert [p.name for p in (tmp_path / "two" / "unisplat").iterdir()] == [record_file.parent.name]

@@ -7,7 +7,6 @@ loss by ``world_size ×`` its share, and DDP averages the gradients: the global 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ import torch
 from iclr26.common.distributed import World
 from iclr26.uvu.data import Transitions
 from iclr26.uvu.training import shard_loss
+from tests.conftest import torchrun
 
 # Tolerance of a metric, 2 ranks vs 1 process with the same global batch: the same per-row gradients averaged in
 # another order (all-reduce of two half-batch means vs one mean) move float32 values by ~1e-7 relative per step and
@@ -61,22 +61,6 @@ def test_rank_shards_of_a_batch_give_the_global_loss_and_gradient():
         assert torch.allclose(p.grad / 2, g, atol=1e-6)
     with pytest.raises(ValueError, match="smaller than the 3 ranks"):
         shard_loss(loss, _transitions(2), World(rank=0, size=3))
-
-
-def torchrun(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``torchrun --nproc_per_node=2 --standalone ARGS`` on the CPU (gloo), never raising on a non-zero exit."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ICLR26_THREADS": "1", "ICLR26_DIST_TIMEOUT_S": "60"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
-        env.pop(name, None)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
-    return subprocess.run(
-        [*launch, "--monitor-interval=0.2", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-    )
 
 
 @pytest.mark.slow  # 137 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun
