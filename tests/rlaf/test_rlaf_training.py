@@ -163,11 +163,12 @@ def test_smoke_run_through_the_cli(smoke):
         "hard-3sat-seed0-40",
     ]
     # the harder 3-SAT set (issue 17): decision ratio in the metrics, wall-clock ratio with the GNN in the timings
-    hard = record["metrics"]["hard_3sat_cdcl"]["40"]
+    assert list(record["metrics"]["hard_cdcl"]) == ["3sat-40"]  # smoke has one family: no 3-colouring set
+    hard = record["metrics"]["hard_cdcl"]["3sat-40"]
     assert hard["formulas"] == 2 and len(hard["rlaf_over_unguided_mean_decisions"]) == 1
     assert hard["mean_over_seeds"] == pytest.approx(hard["rlaf_over_unguided_mean_decisions"][0])
     assert hard["mean_over_seeds"] > 0
-    hard_t = record["timings"]["hard_3sat"]["40"]
+    hard_t = record["timings"]["hard"]["3sat-40"]
     q1, q3 = hard_t["wall_ratio_quartiles"]
     assert 0 < q1 <= hard_t["median_wall_ratio_with_inference"] <= q3
     assert "hard" not in str(record["evidence"])  # never in the verdict
