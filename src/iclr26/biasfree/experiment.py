@@ -284,6 +284,9 @@ def _train_arm(config: BiasFreeConfig, arm: str, items: list[BBQItem], orders: l
 
 def run(config: BiasFreeConfig, ctx: RunContext) -> Outcome:
     """Run the reproduction (module docstring) and judge the claim."""
+    require(config.train_batch % ctx.world.size == 0, "train_batch",
+            f"must be a multiple of the {ctx.world.size} torchrun ranks (each trains on an equal shard), "
+            f"got {config.train_batch}")  # fmt: skip
     start = time.perf_counter()
     items, pairs = _items(config), _pairs(config)
     order_rng = np.random.default_rng(derive_seed(config.seed, "orders"))
@@ -461,4 +464,4 @@ def _plot(ctx: RunContext, overall: dict[str, dict[str, Any]], methods: list[str
     ctx.save_plot(fig, "bfs.png")
 
 
-EXPERIMENT = Experiment(config_cls=BiasFreeConfig, run=run)
+EXPERIMENT = Experiment(config_cls=BiasFreeConfig, run=run, data_parallel=True)

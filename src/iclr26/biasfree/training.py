@@ -18,6 +18,17 @@ Deviations (the README's table): the Task Vector's fine-tuning is full fine-tuni
 vector ``τ`` is then the merged low-rank update); the step counts and learning rate are sized for one CPU thread
 (the paper: 20 epochs over 8,497 pairs at lr 8e-6); no validation split or best-checkpoint selection
 (``val_size: 0.2``, ``load_best_model_at_end``).
+
+Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) :func:`train_pairs` is data
+parallel: every rank attaches the same adapters and draws the same global batch of pair indices from the shared
+seed, keeps its contiguous shard (:func:`~iclr26.common.distributed.shard_range`), and trains through
+DistributedDataParallel (:func:`iclr26.common.pretrained.distribute`, ``mode="ddp"``): SFT through
+:func:`~iclr26.common.pretrained.sft_step` on the shard (global token counts), DPO through :func:`dpo_step`, whose
+micro-batch losses are weighted by ``world size ×`` their share of the *global* batch, so DDP's gradient average is
+the full batch's gradient; reported losses, margins and accuracies are summed over the ranks. After training the
+DDP wrapper is dropped and generation, task-vector negation and evaluation run alike on every rank. The global batch
+must split evenly over the ranks (every rank then makes the same number of micro-batch backward passes, each one a
+collective).
 """
 
 from __future__ import annotations
@@ -34,11 +45,14 @@ from torch import Tensor
 
 from iclr26.biasfree.items import PreferencePair
 from iclr26.biasfree.prompts import SYSTEM_PROMPT
+from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
 from iclr26.common.pretrained import (
     PretrainedLM,
     add_lora,
     apply_task_vector,
     completion_token_logprobs,
+    distribute,
+    parallel_world,
     sft_step,
     task_vector,
 )
@@ -48,6 +62,7 @@ __all__ = [
     "TrainLog",
     "cosine_lr",
     "dpo_loss",
+    "dpo_shard_backward",
     "dpo_step",
     "negate_task_vector",
     "reference_logprobs",
@@ -122,10 +137,17 @@ def dpo_step(lm: PretrainedLM, optimizer: torch.optim.Optimizer, pairs: Sequence
 
     Micro-batches of pairs accumulate gradients weighted by their share of the pairs, so the step equals the
     full-batch one. Returns ``(loss, mean margin, accuracy)`` before the update.
+
+    After :func:`~iclr26.common.pretrained.distribute` (torchrun) ``pairs`` and the reference log-probs are this
+    rank's shard of the global batch; each micro-batch's loss is weighted by ``world size ×`` its share of the global
+    batch (DDP averages the gradients) and the returned numbers are the global batch's (module docstring).
     """
     params = [p for p in lm.model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("lm has no trainable parameters; add_lora(lm) first")
+    if parallel_world(lm).is_distributed:
+        return _dpo_step_parallel(lm, optimizer, pairs, ref_chosen, ref_rejected, beta=beta,
+                                  micro_batch_size=micro_batch_size, max_grad_norm=max_grad_norm)  # fmt: skip
     n = len(pairs)
     optimizer.zero_grad(set_to_none=True)
     loss_sum, margins = 0.0, []
@@ -148,6 +170,57 @@ def dpo_step(lm: PretrainedLM, optimizer: torch.optim.Optimizer, pairs: Sequence
     optimizer.zero_grad(set_to_none=True)
     m = torch.cat(margins)
     return loss_sum, float(m.mean()), float((m > 0).float().mean())
+
+
+def dpo_shard_backward(lm: PretrainedLM, model: torch.nn.Module, pairs: Sequence[PreferencePair],
+                       ref_chosen: Tensor, ref_rejected: Tensor, *, n_global: int, world_size: int, beta: float,
+                       micro_batch_size: int) -> tuple[float, Tensor]:  # fmt: skip
+    """Backpropagate one rank's part of a data-parallel DPO step: its shard ``pairs`` of a global batch of
+    ``n_global`` pairs, scored through ``model`` (the DDP wrapper under torchrun).
+
+    Each micro-batch's mean loss is weighted by ``world_size ×`` its share of the global batch, so the ranks'
+    gradients averaged (DDP) are the global batch's gradient. Returns ``(this shard's part of the global loss, its
+    (N,) margins)``.
+    """
+    loss_sum, margins = 0.0, []
+    for s in range(0, len(pairs), micro_batch_size):
+        mb = pairs[s : s + micro_batch_size]
+        prompt_ids = lm.encode_prompts([training_prompt(p.prompt) for p in mb])
+        resp = lm.encode_completions([p.chosen for p in mb] + [p.rejected for p in mb], add_eos=True)
+        scored = completion_token_logprobs(
+            model, prompt_ids + prompt_ids, resp, pad_token_id=lm.pad_token_id, micro_batch_size=2 * len(mb)
+        ).total  # (2m,): chosen rows first
+        out = dpo_loss(scored[: len(mb)], scored[len(mb) :], ref_chosen[s : s + len(mb)].to(scored.device),
+                       ref_rejected[s : s + len(mb)].to(scored.device), beta=beta)  # fmt: skip
+        weight = len(mb) / n_global  # the micro-batch's share of the global batch
+        (out.loss * (weight * world_size)).backward()  # DDP averages over the ranks: the global batch's gradient
+        loss_sum += float(out.loss.detach()) * weight
+        margins.append(out.margins)
+    return loss_sum, torch.cat(margins)
+
+
+def _dpo_step_parallel(lm: PretrainedLM, optimizer: torch.optim.Optimizer, pairs: Sequence[PreferencePair],
+                       ref_chosen: Tensor, ref_rejected: Tensor, *, beta: float, micro_batch_size: int,
+                       max_grad_norm: float | None) -> tuple[float, float, float]:  # fmt: skip
+    """:func:`dpo_step` on this rank's shard ``pairs`` of a global batch (DDP, :func:`distribute`)."""
+    world = parallel_world(lm)
+    device = lm.device
+    n = len(pairs)
+    if n == 0:
+        raise ValueError(f"pairs: rank {world.rank} has an empty shard; every rank needs pairs")
+    (n_global,) = all_reduce_sum([n], device=device)
+    params = [p for p in lm.model.parameters() if p.requires_grad]
+    optimizer.zero_grad(set_to_none=True)
+    loss_sum, m = dpo_shard_backward(lm, lm.train_model, pairs, ref_chosen, ref_rejected, n_global=int(n_global),
+                                     world_size=world.size, beta=beta, micro_batch_size=micro_batch_size)  # fmt: skip
+    grads = [p for p in params if p.grad is not None]
+    if max_grad_norm is not None:
+        torch.nn.utils.clip_grad_norm_(grads, max_grad_norm)  # the gradients are alike on every rank after DDP
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    m = m.double()
+    loss, margin_sum, hits = all_reduce_sum([loss_sum, float(m.sum()), float((m > 0).sum())], device=device)
+    return loss, margin_sum / n_global, hits / n_global
 
 
 def cosine_lr(step: int, total: int, *, warmup_ratio: float) -> float:
@@ -226,7 +299,11 @@ def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
     if steps < 1 or batch_size < 1 or lr <= 0:
         raise ValueError(f"steps and batch_size must be >= 1 and lr > 0, got {steps}, {batch_size}, {lr}")
     rng = np.random.default_rng(seed)
+    world = current_world()
+    if world.is_distributed and batch_size % world.size:
+        raise ValueError(f"batch_size={batch_size} must be a multiple of the {world.size} ranks under torchrun")
     add_lora(lm, r=lora_r, alpha=lora_alpha, seed=seed)
+    distribute(lm, mode="ddp")  # torchrun: DDP over the ranks; nothing in one process
     params = [p for p in lm.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: cosine_lr(s, steps, warmup_ratio=warmup_ratio))
@@ -236,6 +313,9 @@ def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
     losses, margins, accs = [], [], []
     lm.model.train()
     for idx in _batches(len(pairs), batch_size, steps, rng):
+        if world.is_distributed:  # the global batch drawn alike on every rank; this rank's contiguous shard
+            shard = shard_range(len(idx), world.rank, world.size)
+            idx = idx[shard.start : shard.stop]
         batch = [pairs[i] for i in idx]
         if method == "dpo":
             new = sorted({int(i) for i in idx} - ref.keys())
@@ -260,6 +340,7 @@ def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
         losses.append(loss)
         schedule.step()
     lm.model.eval()
+    lm.parallel, lm.train_model = None, None  # generation and evaluation run alike on every rank
     return TrainLog(method, steps, losses, margins, accs, len(pairs))
 
 

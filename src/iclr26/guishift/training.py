@@ -20,6 +20,17 @@ GRPO nothing.
 The SFT baseline trains the same policy by cross-entropy on the exact action (the cell of the explorer's click
 point, not its box).
 
+Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) :func:`grpo_step` and
+:func:`sft_step` are data parallel when given ``model``, a :class:`~torch.nn.parallel.DistributedDataParallel`
+wrapper of the policy (:func:`data_parallel`): every rank holds the same global batch of ``Q`` items (drawn alike
+from the shared seed); for GRPO every rank samples the whole batch's ``G`` actions per item from one forward pass
+without gradient and the shared generator (so the actions, rewards and advantages are the one-process ones), then
+runs the gradient forward through ``model`` on its contiguous shard of the items
+(:func:`~iclr26.common.distributed.shard_range`, whole groups) and backpropagates its shard's loss times
+``world size ×`` its share of the batch, so DDP's gradient average is the full batch's gradient; the reported loss
+is summed over the ranks (:func:`~iclr26.common.distributed.all_reduce_sum`). Without a process group the steps are
+the one-process code, unchanged.
+
 Shape glossary: ``Q`` items per batch, ``G`` samples per item, ``N = Q·G``.
 """
 
@@ -30,20 +41,32 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
+from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
 from iclr26.common.grpo import group_relative_advantages, grpo_loss, kl_k3
 from iclr26.guishift.data import TransitionSet
-from iclr26.guishift.policy import GUIPolicy, SampledActions, decode_actions, encode_label, screens_to_tensor
+from iclr26.guishift.env import ACTION_TYPES
+from iclr26.guishift.policy import (
+    ActionDist,
+    GUIPolicy,
+    SampledActions,
+    decode_actions,
+    encode_label,
+    screens_to_tensor,
+)
 from iclr26.guishift.reward import best_action_reward
 
 __all__ = [
     "GRPOSettings",
     "StepStats",
+    "data_parallel",
     "evaluate",
+    "grpo_shard_loss",
     "grpo_step",
     "mixed_groups",
     "sample_rewards",
+    "sft_shard_loss",
     "sft_step",
 ]
 
@@ -110,8 +133,26 @@ def grpo_step(
     items: TransitionSet,
     settings: GRPOSettings,
     generator: torch.Generator,
+    *,
+    model: nn.Module | None = None,
 ) -> StepStats:
-    """One GRPO step on ``items`` (the module docstring's steps 1-4)."""
+    """One GRPO step on ``items`` (the module docstring's steps 1-4).
+
+    Args:
+        model: under torchrun, the DDP wrapper of ``policy`` (:func:`data_parallel`); the step then trains on this
+            rank's shard of ``items`` (module docstring). Ignored without a process group.
+    """
+    world = current_world()
+    if world.is_distributed:
+        if model is None:
+            raise ValueError("model: grpo_step under torchrun needs the DDP wrapper of policy (data_parallel)")
+        optimizer.zero_grad()
+        loss, rewards, correct = grpo_shard_loss(policy, reference, items, settings, generator, rank=world.rank,
+                                                 size=world.size, model=model)  # fmt: skip
+        loss.backward()  # DDP averages over the ranks: the full batch's gradient
+        optimizer.step()
+        (total,) = all_reduce_sum([float(loss.detach()) / world.size])
+        return StepStats(total, float(rewards.mean()), float(mixed_groups(correct).float().mean()))
     x = screens_to_tensor(items.before, items.after)
     dist = policy(x)
     with torch.no_grad():
@@ -133,8 +174,126 @@ def grpo_step(
     return StepStats(float(out.loss.detach()), float(rewards.mean()), informative)
 
 
-def sft_step(policy: GUIPolicy, optimizer: torch.optim.Optimizer, items: TransitionSet) -> StepStats:
-    """One cross-entropy step on the first ground-truth action of each item (click: the cell of its exact point)."""
+def _shard_rows(n: int, rank: int, size: int) -> slice:
+    if n < size:
+        raise ValueError(f"items: a batch of {n} items cannot give each of {size} ranks a shard; raise batch")
+    rows = shard_range(n, rank, size)
+    return slice(rows.start, rows.stop)
+
+
+def grpo_shard_loss(
+    policy: GUIPolicy,
+    reference: GUIPolicy,
+    items: TransitionSet,
+    settings: GRPOSettings,
+    generator: torch.Generator,
+    *,
+    rank: int,
+    size: int,
+    model: nn.Module | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Rank ``rank``'s part of a data-parallel GRPO step on the global batch ``items`` (module docstring).
+
+    Steps 1-3 run on the whole batch (a forward pass without gradient and ``generator``, alike on every rank);
+    step 4's loss on the shard's items ``r``: ``−J_r · size · |r| / Q``, so the ranks' losses average to the full
+    batch's ``−J`` (Eq. (3) is a mean over the ``N`` samples) and DDP's averaged gradient is its gradient.
+
+    Args:
+        model: the module the gradient forward runs through (the DDP wrapper of ``policy``; default ``policy``).
+
+    Returns:
+        ``(scaled shard loss with gradient, rewards (Q, G), correct (Q, G))``.
+    """
+    rows = _shard_rows(len(items), rank, size)
+    x = screens_to_tensor(items.before, items.after)
+    with torch.no_grad():
+        actions = policy.sample(policy(x), settings.group_size, generator=generator)  # step 1, whole batch
+        dicts = decode_actions(actions, cell=policy.cell, grid=policy.grid)
+        correct = torch.tensor([[best_action_reward(a, gts).reward == 1.0 for a in row]
+                                for row, gts in zip(dicts, items.actions, strict=True)])  # fmt: skip
+        rewards = 1.0 + correct.to(torch.float32)  # step 2
+        adv = group_relative_advantages(rewards)[rows]  # step 3 over whole groups, then the shard
+        mine = SampledActions(actions.type[rows], actions.param[rows])
+        ref_lp = GUIPolicy.log_prob(reference(x[rows]), mine).reshape(-1)
+    logp = GUIPolicy.log_prob((policy if model is None else model)(x[rows]), mine).reshape(-1)
+    out = grpo_loss(logp, logp.detach(), adv.reshape(-1), kl=kl_k3(logp, ref_lp), beta=settings.beta,
+                    clip_eps=settings.clip_eps)  # fmt: skip
+    share = (rows.stop - rows.start) / len(items)
+    return out.loss * (share * size), rewards, correct
+
+
+def sft_shard_loss(policy: GUIPolicy, items: TransitionSet, *, rank: int, size: int,
+                   model: nn.Module | None = None) -> Tensor:  # fmt: skip
+    """Rank ``rank``'s part of a data-parallel SFT step on the global batch ``items``: the shard's summed NLL over
+    ``Q`` times ``size``, so the ranks' losses average to :func:`sft_step`'s loss (a sum over the batch over ``Q``)."""
+    rows = _shard_rows(len(items), rank, size)
+    labels = [encode_label(gts[0], cell=policy.cell, grid=policy.grid) for gts in items.actions[rows]]
+    types = torch.tensor([t for t, _ in labels])
+    params = torch.tensor([p for _, p in labels])
+    x = screens_to_tensor(items.before[rows], items.after[rows])
+    if model is None:
+        dist = policy(x)
+        outputs = (dist.type, *dist.heads())
+    else:  # DDP sees only the heads this shard's loss uses (unused outputs would stall its reduction)
+        outputs = model(x, keep=(True, *(bool((types == t).any()) for t in range(len(ACTION_TYPES)))))
+    loss = F.nll_loss(outputs[0], types, reduction="sum")
+    for t, head in enumerate(outputs[1:]):
+        sel = types == t
+        if head is not None and bool(sel.any()):
+            loss = loss + F.nll_loss(head[sel], params[sel], reduction="sum")
+    return loss * (size / len(items))
+
+
+class _HeadSelect(nn.Module):
+    """The module DDP wraps: the policy, whose forward can return only the heads a loss uses.
+
+    With ``keep`` (a flag for the type head and one per action type) the output is a tuple ``(type, head_0, ...)``
+    with ``None`` for the heads left out, so DDP's search for unused parameters (``find_unused_parameters``) finds
+    exactly the parameters the loss reaches; without it, the policy's :class:`ActionDist`.
+    """
+
+    def __init__(self, policy: GUIPolicy):
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, x: Tensor, keep: tuple[bool, ...] | None = None) -> ActionDist | tuple[Tensor | None, ...]:
+        dist = self.policy(x)
+        if keep is None:
+            return dist
+        return tuple(t if k else None for t, k in zip((dist.type, *dist.heads()), keep, strict=True))
+
+
+def data_parallel(policy: GUIPolicy, *, sparse_heads: bool = True) -> nn.Module | None:
+    """The DDP wrapper of ``policy`` under torchrun (gradients averaged over the ranks), None in one process.
+
+    Args:
+        sparse_heads: for SFT (``find_unused_parameters``): a shard without, say, a scroll item leaves that head
+            without gradient (a head no rank uses keeps none, as in one process, so Adam leaves it alone). GRPO's
+            log-probabilities reach every head (:meth:`GUIPolicy.log_prob`), so it passes False.
+    """
+    if not current_world().is_distributed:
+        return None
+    return nn.parallel.DistributedDataParallel(_HeadSelect(policy), find_unused_parameters=sparse_heads)
+
+
+def sft_step(policy: GUIPolicy, optimizer: torch.optim.Optimizer, items: TransitionSet, *,
+             model: nn.Module | None = None) -> StepStats:  # fmt: skip
+    """One cross-entropy step on the first ground-truth action of each item (click: the cell of its exact point).
+
+    Args:
+        model: under torchrun, the DDP wrapper of ``policy`` (:func:`data_parallel`); the step then trains on this
+            rank's shard of ``items`` (:func:`sft_shard_loss`). Ignored without a process group.
+    """
+    world = current_world()
+    if world.is_distributed:
+        if model is None:
+            raise ValueError("model: sft_step under torchrun needs the DDP wrapper of policy (data_parallel)")
+        optimizer.zero_grad()
+        loss = sft_shard_loss(policy, items, rank=world.rank, size=world.size, model=model)
+        loss.backward()
+        optimizer.step()
+        (total,) = all_reduce_sum([float(loss.detach()) / world.size])
+        return StepStats(total, float("nan"), float("nan"))
     labels = [encode_label(gts[0], cell=policy.cell, grid=policy.grid) for gts in items.actions]
     types = torch.tensor([t for t, _ in labels])
     params = torch.tensor([p for _, p in labels])
