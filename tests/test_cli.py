@@ -220,10 +220,13 @@ def test_report_refreshes_readme_blocks(tmp_path, monkeypatch):
         "measurement": "gap 0.1",
         "evidence": {"gap": 0.1},
         "plots": ["a.png"],
+        "timings": {"summary": "step 1.2x the contender", "per_unit": {"a": 3.0}},
     }
     (run_dir / "result.json").write_text(json.dumps(record))
     assert report.refresh_readme(paper("seesaw"), tmp_path / "runs", src)
     text = readme.read_text()
+    # a module's timing summary is shown beside the verdict; other timings stay in the record
+    assert "- **Timings (beside the verdict, not in it):** step 1.2x the contender" in text and "per_unit" not in text
     assert "old" not in text and "**Measured:** gap 0.1" in text and "claim not held" in text
     assert "![a.png](../../runs/seesaw/2026-01-01T00-00-00.000000Z/a.png)" in text and text.endswith("prose\n")
     assert not report.refresh_readme(paper("seesaw"), tmp_path / "runs", src)  # idempotent

@@ -17,6 +17,8 @@ from iclr26.common.records import RunRecord, latest_record, records_newest_first
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 STATUS_BEGIN, STATUS_END = "<!-- status:begin -->", "<!-- status:end -->"
+#: A module's one-line summary of measured times in ``Outcome.timings``; the README's results block shows it.
+TIMING_SUMMARY = "summary"
 
 
 def _cell(text: str) -> str:
@@ -101,6 +103,9 @@ def readme_block(rec: RunRecord, readme_dir: Path) -> str:
     ]
     if data.get("notes"):
         lines.append(f"- **Notes:** {data['notes']}")
+    timed = data.get("timings", {}).get(TIMING_SUMMARY) if isinstance(data.get("timings"), dict) else None
+    if isinstance(timed, str):  # measured times the module reports beside its verdict (never in it)
+        lines.append(f"- **Timings (beside the verdict, not in it):** {timed}")
     lines += ["", "Evidence:", "", "```json", evidence, "```", ""]
     lines += [f"![{name}]({Path(rel).as_posix()}/{name})" for name in data.get("plots", [])]
     lines.append(END)
