@@ -254,3 +254,16 @@ def test_masked_mean_empty_row_is_zero():
     torch.testing.assert_close(masked_mean(values, mask, dim=1), torch.tensor([1.5, 0.0]))
     with pytest.raises(ValueError, match="mask must have the shape"):
         masked_mean(values, mask[:, :1])
+
+
+def test_per_prompt_seeds_follow_the_world_and_refuse_one_stream_over_ranks():
+    from iclr26.common.config import ConfigError
+    from iclr26.common.distributed import World
+    from iclr26.common.grpo import per_prompt_seeds
+
+    one, two = World(0, 1, 0), World(1, 2, 1)
+    assert not per_prompt_seeds("auto", one) and per_prompt_seeds("auto", two)
+    assert per_prompt_seeds("prompt", one) and per_prompt_seeds("prompt", two)
+    assert not per_prompt_seeds("batch", one)
+    with pytest.raises(ConfigError, match="'rollout_seeds': batch .* cannot be split over 2 ranks"):
+        per_prompt_seeds("batch", two)

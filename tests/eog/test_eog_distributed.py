@@ -12,15 +12,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
 
 from iclr26.common.config import ConfigError
-from iclr26.common.distributed import World
 from iclr26.eog.data import KGQAExample, make_trace
-from iclr26.eog.experiment import EogConfig, per_prompt_seeds
+from iclr26.eog.experiment import EogConfig
 from iclr26.eog.policy import TinyPolicy, WordVocab
 from iclr26.eog.rewards import F1_ONLY
 from iclr26.eog.training import grpo_stage
@@ -180,12 +178,7 @@ def test_config_switches_name_their_field():
         dataclasses.replace(EogConfig.preset("smoke"), parallel="fsdp")
     with pytest.raises(ConfigError, match="'rollout_seeds'"):
         dataclasses.replace(EogConfig.preset("smoke"), rollout_seeds="rank")
-    config = EogConfig.preset("smoke")
-    assert not per_prompt_seeds(config, SimpleNamespace(world=World(0, 1, 0)))
-    assert per_prompt_seeds(config, SimpleNamespace(world=World(1, 2, 1)))
-    batch = dataclasses.replace(EogConfig.preset("smoke"), rollout_seeds="batch")
-    with pytest.raises(ConfigError, match="'rollout_seeds': batch .* cannot be split over 2 ranks"):
-        per_prompt_seeds(batch, SimpleNamespace(world=World(0, 2, 0)))
+    assert EogConfig.preset("smoke").rollout_seeds == "auto"  # per-prompt seeds under torchrun only
     with pytest.raises(ValueError, match="the tiny LM runs data parallel with mode='ddp'"):
         policy().distribute("fsdp")
 

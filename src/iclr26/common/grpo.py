@@ -43,7 +43,11 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from iclr26.common.config import require
+from iclr26.common.distributed import World
+
 __all__ = [
+    "per_prompt_seeds",
     "GRPOLoss",
     "SurrogateTerms",
     "clipped_surrogate",
@@ -307,3 +311,22 @@ def _broadcast_advantages(advantages: Tensor, logp: Tensor) -> Tensor:
         f"advantages must have shape (N,) = ({logp.shape[0]},) or the shape of logp {tuple(logp.shape)}, "
         f"got {tuple(advantages.shape)}"
     )
+
+
+def per_prompt_seeds(rollout_seeds: str, world: World) -> bool:
+    """Whether a GRPO trainer samples each prompt's group from a seed of its own (config field ``rollout_seeds``).
+
+    ``"batch"``: one sampling stream per step (the one-process default of the papers' trainers); ``"prompt"``: one
+    seed per prompt, so a prompt's completions do not depend on which rank draws them; ``"auto"``: ``prompt`` under
+    torchrun, ``batch`` otherwise.
+
+    Raises:
+        ConfigError: naming ``rollout_seeds`` for ``"batch"`` in a world of several ranks (one stream cannot be
+            sharded).
+    """
+    require(
+        not (rollout_seeds == "batch" and world.is_distributed),
+        "rollout_seeds",
+        f"batch (one sampling stream per step) cannot be split over {world.size} ranks; use prompt or auto",
+    )
+    return rollout_seeds == "prompt" or (rollout_seeds == "auto" and world.is_distributed)

@@ -41,6 +41,7 @@ import torch
 
 from iclr26.common.config import ConfigError, ExperimentConfig, require, threshold
 from iclr26.common.experiment import Experiment, Outcome, RunContext
+from iclr26.common.grpo import per_prompt_seeds
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed
 from iclr26.common.stats import paired_t
@@ -431,7 +432,7 @@ def run_seed(config: EogConfig, task: KGTask, i: int, ctx: RunContext) -> dict[s
             )
         return ArmResult(*_evaluate(policy, task), losses=losses)
 
-    per_prompt = per_prompt_seeds(config, ctx)
+    per_prompt = per_prompt_seeds(config.rollout_seeds, ctx.world)
 
     def rl(policy: Policy, steps: int, weights, key: str, desc: str, override=None) -> StageCurves:
         if ctx.world.is_distributed:
@@ -469,20 +470,6 @@ def run_seed(config: EogConfig, task: KGTask, i: int, ctx: RunContext) -> dict[s
 
         results[arm] = ctx.unit(f"grpo2-{arm}-seed{i}", stage3_unit)
     return results
-
-
-def per_prompt_seeds(config: EogConfig, ctx: RunContext) -> bool:
-    """Whether GRPO samples with one seed per prompt (``rollout_seeds``; ``auto``: under torchrun only).
-
-    Raises:
-        ConfigError: naming ``rollout_seeds`` for ``batch`` under torchrun (one stream cannot be sharded).
-    """
-    require(
-        not (config.rollout_seeds == "batch" and ctx.world.is_distributed),
-        "rollout_seeds",
-        f"batch (one sampling stream per step) cannot be split over {ctx.world.size} ranks; use prompt or auto",
-    )
-    return config.rollout_seeds == "prompt" or (config.rollout_seeds == "auto" and ctx.world.is_distributed)
 
 
 # ------------------------------------------------------------------------------------------------ SmolLM2 check

@@ -40,6 +40,7 @@ import torch
 from iclr26.common.config import ExperimentConfig, require, threshold
 from iclr26.common.device import resolve_device
 from iclr26.common.experiment import Experiment, Outcome, RunContext
+from iclr26.common.grpo import per_prompt_seeds
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed
 from iclr26.common.stats import paired_t
@@ -335,23 +336,9 @@ def run_arm(config: HicraConfig, sft: SFTResult, arm: str, seed_index: int, trai
         config.eval_every,
     )
     seed = derive_seed(config.seed, "rl", seed_index) % 2**63  # shared by the arms of a seed (paired)
-    trainer = train_rl_sharded if per_prompt_seeds(config, ctx) else train_rl
+    trainer = train_rl_sharded if per_prompt_seeds(config.rollout_seeds, ctx.world) else train_rl
     with ctx.progress(total=config.rl_steps, desc=f"{arm} seed {seed_index}") as bar:
         return trainer(model, arm, train, held_out, vocab, sft.grams, sft.placebo, settings, seed=seed, progress=bar)
-
-
-def per_prompt_seeds(config: HicraConfig, ctx: RunContext) -> bool:
-    """Whether RL samples with one seed per prompt (``rollout_seeds``; ``auto``: under torchrun only).
-
-    Raises:
-        ConfigError: naming ``rollout_seeds`` for ``batch`` under torchrun (one stream cannot be sharded).
-    """
-    require(
-        not (config.rollout_seeds == "batch" and ctx.world.is_distributed),
-        "rollout_seeds",
-        f"batch (one sampling stream per step) cannot be split over {ctx.world.size} ranks; use prompt or auto",
-    )
-    return config.rollout_seeds == "prompt" or (config.rollout_seeds == "auto" and ctx.world.is_distributed)
 
 
 @dataclass(frozen=True)

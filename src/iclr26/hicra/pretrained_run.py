@@ -254,12 +254,12 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
     sft = ctx.unit("sft", sft_unit)
 
     def arm_unit(arm: str, i: int) -> RLCurves:
+        from iclr26.common.grpo import per_prompt_seeds
         from iclr26.common.pretrained import distribute, sample_rollout
-        from iclr26.hicra.experiment import per_prompt_seeds
 
         lm = _load(config)
         _set_adapter(lm, sft.adapter)
-        if per_prompt_seeds(config, ctx):
+        if per_prompt_seeds(config.rollout_seeds, ctx.world):
             distribute(lm, mode=config.parallel)  # no-op in one process
             return _arm_per_prompt(config, lm, arm, i, sft, train, held_out)
         opt, gen, amplify = _arm_start(config, lm, arm, i, sft)
