@@ -71,6 +71,24 @@ def torchrun(
     )
 
 
+def smoke_two_ranks_and_one(module: str, tmp_path: Path, *extra: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The smoke of ``module`` under ``torchrun`` with 2 ranks and in one process (``extra`` for both).
+
+    Checks that the 2-rank launch succeeds and writes exactly one record, with ``world_size`` 2 (only rank 0
+    writes), and that the one-process record has ``world_size`` 1. Returns the two records (2 ranks, 1 process).
+    """
+    out = tmp_path / "two"
+    two = torchrun("-m", "iclr26", "run", module, "--scale", "smoke", "--quiet", "--out", str(out), *extra)
+    assert two.returncode == 0, two.stderr
+    (record_file,) = (out / module).glob("*/result.json")
+    assert [p.name for p in (out / module).iterdir()] == [record_file.parent.name]
+    record = json.loads(record_file.read_text())
+    assert record["world_size"] == 2
+    single = smoke_record(module, tmp_path / "one", *extra)
+    assert single["world_size"] == 1
+    return record, single
+
+
 def readme_example(module: str) -> dict[str, Any]:
     """Execute the module README's "Using it" example (the first ``python`` block after ``### Using it``) as written.
 

@@ -6,9 +6,6 @@ the slow one runs the smoke reproduction under ``torchrun`` with two gloo ranks 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -30,7 +27,7 @@ from iclr26.guishift.training import (
     sft_shard_loss,
     sft_step,
 )
-from tests.conftest import torchrun
+from tests.conftest import smoke_two_ranks_and_one
 
 BACK = {"action_type": "navigate_back"}
 CLICK = {"action_type": "click", "x": 6, "y": 10, "bbox": [4, 8, 8, 12]}
@@ -132,21 +129,7 @@ def test_a_batch_smaller_than_the_world_is_refused():
 
 @pytest.mark.slow  # ~25 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun
 def test_smoke_under_torchrun_writes_one_record_with_the_single_process_results(tmp_path):
-    two = torchrun("-m", "iclr26", "run", "guishift", "--scale", "smoke", "--quiet", "--out", str(tmp_path / "two"))
-    assert two.returncode == 0, two.stderr
-    (record_file,) = (tmp_path / "two" / "guishift").glob("*/result.json")
-    assert [p.name for p in (tmp_path / "two" / "guishift").iterdir()] == [record_file.parent.name]
-    record = json.loads(record_file.read_text())
-    assert record["world_size"] == 2
-    one = subprocess.run(
-        [sys.executable, "-m", "iclr26", "run", "guishift", "--scale", "smoke", "--quiet", "--out",
-         str(tmp_path / "one")],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert one.returncode == 0, one.stderr
-    (single_file,) = (tmp_path / "one" / "guishift").glob("*/result.json")
-    single = json.loads(single_file.read_text())
-    assert single["world_size"] == 1
+    record, single = smoke_two_ranks_and_one("guishift", tmp_path)
     for arm, ref in single["metrics"]["arms"].items():
         mine = record["metrics"]["arms"][arm]
         # accuracies are counts over the same held-out items: equal unless a rounding flips an argmax

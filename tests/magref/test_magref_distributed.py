@@ -6,10 +6,6 @@ with two gloo ranks and compares it with one process.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 import torch
 
@@ -18,7 +14,7 @@ from iclr26.magref.experiment import MAGREFConfig, build_model
 from iclr26.magref.flow import interpolate
 from iclr26.magref.latent import CausalPatchify
 from iclr26.magref.training import build_batch, draw_items, permute_regions, shard_loss
-from tests.conftest import torchrun
+from tests.conftest import smoke_two_ranks_and_one
 
 # Tolerance, 2 ranks vs 1 process with the same global batch (float32): DDP averages two half-batch gradients where one
 # process takes one mean, ~1e-7 relative per step, carried on by AdamW; the smoke (4 steps per model) measured under
@@ -62,22 +58,7 @@ def test_rank_shards_of_a_batch_give_the_global_loss_and_gradient(layout):
 
 @pytest.mark.slow  # ~60 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun
 def test_smoke_under_torchrun_writes_one_record_with_the_single_process_losses(tmp_path):
-    two = torchrun("-m", "iclr26", "run", "magref", "--scale", "smoke", "--quiet", "--out", str(tmp_path / "two"))
-    assert two.returncode == 0, two.stderr
-    (record_file,) = (tmp_path / "two" / "magref").glob("*/result.json")
-    assert [p.name for p in (tmp_path / "two" / "magref").iterdir()] == [record_file.parent.name]
-    record = json.loads(record_file.read_text())
-    assert record["world_size"] == 2
-
-    one = subprocess.run(
-        [sys.executable, "-m", "iclr26", "run", "magref", "--scale", "smoke", "--quiet", "--out",
-         str(tmp_path / "one")],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert one.returncode == 0, one.stderr
-    (single_file,) = (tmp_path / "one" / "magref").glob("*/result.json")
-    single = json.loads(single_file.read_text())
-    assert single["world_size"] == 1
+    record, single = smoke_two_ranks_and_one("magref", tmp_path)
     mine, ref = record["metrics"], single["metrics"]
     for base in ("i2v", "t2v"):
         assert mine["base_final_loss"][base] == pytest.approx(ref["base_final_loss"][base], rel=REL_TOLERANCE)

@@ -7,10 +7,6 @@ gloo ranks and compares it with one process.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 import torch
 
@@ -18,7 +14,7 @@ from iclr26.common.distributed import World
 from iclr26.page4d.data import batch_tensors
 from iclr26.page4d.experiment import Page4DConfig, _scenes, build_model
 from iclr26.page4d.finetune import GroupSpec, data_parallel_step, train_step, trainable_groups
-from tests.conftest import torchrun
+from tests.conftest import smoke_two_ranks_and_one
 
 # Tolerance, 2 ranks vs 1 process with the same global batch (float32): DDP averages two half-batch gradients where one
 # process takes one mean, which moves a loss by ~1e-7 relative per step, and AdamW carries it on; the smoke measured
@@ -70,22 +66,7 @@ def test_rank_shards_of_a_batch_give_the_global_loss_and_gradient():
 
 @pytest.mark.slow  # ~60 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun
 def test_smoke_under_torchrun_writes_one_record_with_the_single_process_losses(tmp_path):
-    two = torchrun("-m", "iclr26", "run", "page4d", "--scale", "smoke", "--quiet", "--out", str(tmp_path / "two"))
-    assert two.returncode == 0, two.stderr
-    (record_file,) = (tmp_path / "two" / "page4d").glob("*/result.json")
-    assert [p.name for p in (tmp_path / "two" / "page4d").iterdir()] == [record_file.parent.name]
-    record = json.loads(record_file.read_text())
-    assert record["world_size"] == 2
-
-    one = subprocess.run(
-        [sys.executable, "-m", "iclr26", "run", "page4d", "--scale", "smoke", "--quiet", "--out",
-         str(tmp_path / "one")],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert one.returncode == 0, one.stderr
-    (single_file,) = (tmp_path / "one" / "page4d").glob("*/result.json")
-    single = json.loads(single_file.read_text())
-    assert single["world_size"] == 1
+    record, single = smoke_two_ranks_and_one("page4d", tmp_path)
     mine, ref = record["metrics"], single["metrics"]
     assert mine["pretrain_final_loss"] == pytest.approx(ref["pretrain_final_loss"], rel=REL_TOLERANCE)
     for arm in ("naive", "full", "page4d"):  # page4d: the mask head in the graph (α > 0)

@@ -6,10 +6,6 @@ with two gloo ranks and compares it with one process.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 import torch
 
@@ -25,7 +21,7 @@ from iclr26.unisplat.experiment import (
     train_model,
 )
 from iclr26.unisplat.world import SKY
-from tests.conftest import torchrun
+from tests.conftest import smoke_two_ranks_and_one
 
 # Tolerance, 2 ranks vs 1 process with the same global batch (float32): the two ranks' item losses are averaged by
 # DDP where one process takes one mean over views, ~1e-7 relative per step, carried on by Adam; the smoke measured
@@ -89,22 +85,7 @@ def test_batch_size_is_validated():
 @pytest.mark.slow  # ~60 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun
 def test_smoke_under_torchrun_writes_one_record_with_the_single_process_losses(tmp_path):
     # the smoke's batch of one drive has two items: one view per rank, the drive streamed on both
-    two = torchrun("-m", "iclr26", "run", "unisplat", "--scale", "smoke", "--quiet", "--out", str(tmp_path / "two"))
-    assert two.returncode == 0, two.stderr
-    (record_file,) = (tmp_path / "two" / "unisplat").glob("*/result.json")
-    assert [p.name for p in (tmp_path / "two" / "unisplat").iterdir()] == [record_file.parent.name]
-    record = json.loads(record_file.read_text())
-    assert record["world_size"] == 2
-
-    one = subprocess.run(
-        [sys.executable, "-m", "iclr26", "run", "unisplat", "--scale", "smoke", "--quiet", "--out",
-         str(tmp_path / "one")],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert one.returncode == 0, one.stderr
-    (single_file,) = (tmp_path / "one" / "unisplat").glob("*/result.json")
-    single = json.loads(single_file.read_text())
-    assert single["world_size"] == 1
+    record, single = smoke_two_ranks_and_one("unisplat", tmp_path)
     for model in ("single", "dual", "point", "voxel"):
         mine, ref = record["metrics"]["final_loss"][model], single["metrics"]["final_loss"][model]
         assert mine == pytest.approx(ref, rel=REL_TOLERANCE), model
