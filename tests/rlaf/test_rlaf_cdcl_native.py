@@ -53,6 +53,22 @@ def test_native_core_makes_the_same_search_as_the_python_reference(injection):
         assert _trace(native) == _trace(python), f"formula {k}"
 
 
+def test_native_core_matches_through_frequent_reductions_at_the_threshold():
+    # the core compacts its clause arena after every reduction and keeps a watch without writing the clause when the
+    # other watched literal is true (issue 18); a small, slowly growing learnt limit makes dozens of reductions in
+    # these runs of thousands of conflicts, where a difference in the watch lists or a clause's order would show
+    options = {"learnt_fraction": 0.02, "learnt_growth": 1.02, "record_decisions": 50}
+    conflicts = 0
+    for k, cnf in enumerate((random_3sat(150, seed=11), random_3sat(150, seed=12), coloring_3(60, seed=5))):
+        guidance = None if k != 1 else Guidance(polarity=np.arange(150) % 2 == 0, weight=np.linspace(0.5, 2.0, 150))
+        python = CDCLSolver(cnf, guidance, options=CDCLOptions(backend="python", **options)).solve()
+        native = CDCLSolver(cnf, guidance, options=CDCLOptions(**options)).solve()
+        assert _trace(native) == _trace(python), f"formula {k}"
+        conflicts += python.conflicts
+    # the first limit is 0.02 * 640 clauses ~ 13 learnt clauses: thousands of conflicts mean many reductions
+    assert conflicts > 2_000
+
+
 def test_native_core_matches_through_activity_rescaling():
     # with var_decay 0.2, var_inc grows 5x per conflict and passes 1e100 after 143 conflicts: this run rescales
     # every activity by 1e-100 (and rebuilds the heap) at least twice

@@ -245,18 +245,16 @@ static int propagate(Solver *s) {
             if (i + 4 < end) __builtin_prefetch(mem + data[i + 4] - 2); /* the clause four watches ahead */
             int off = data[i++];
             int *c = mem + off;
-            int size = c[-1];
-            if (size < 0) continue; /* deleted learnt clause: drop the watch */
-            if (c[0] == false_lit) {
-                c[0] = c[1];
-                c[1] = false_lit;
-            }
-            int first = c[0];
+            int first = c[0] ^ c[1] ^ false_lit; /* the other watched literal */
             if (value[first] == 1) {
+                /* kept without writing the clause: the reference would order it (first, false_lit), but that order
+                   is never read before the next visit that writes it (a reason's implied literal stays first) */
                 data[j++] = off;
                 continue;
             }
-            int moved = 0;
+            c[0] = first;
+            c[1] = false_lit;
+            int moved = 0, size = c[-1];
             for (int k = 2; k < size; k++) {
                 int lk = c[k];
                 if (value[lk] != -1) {
@@ -404,6 +402,40 @@ static int cmp_rank(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Arena compaction after each reduction, as MiniSat's garbage collection does: the deleted clauses' watches are
+   removed and the live clauses move down, in order. The search is unchanged: it depends on the order of each watch
+   list, which is kept (the reference drops a deleted clause's watch when propagation meets it), not on where a clause
+   lies. Propagation then never meets a deleted clause (issue 18: the live clauses stop being scattered among deleted
+   ones, and propagation does not read a clause's size unless it looks for a new watch). */
+static void collect_garbage(Solver *s) {
+    int *mem = s->mem;
+    for (int l = 0; l < 2 * s->n; l++) { /* watches: offsets -> clause indices, deleted clauses' watches dropped */
+        IntVec *ws = &s->watches[l];
+        int j = 0;
+        for (int i = 0; i < ws->size; i++) {
+            int off = ws->data[i];
+            if (mem[off - 1] > 0) ws->data[j++] = mem[off - 2];
+        }
+        ws->size = j;
+    }
+    size_t read = 0, write = 0;
+    while (read < s->mem_len) {
+        int index = mem[read], size = mem[read + 1];
+        size_t len = (size_t)(size > 0 ? size : -size) + 2;
+        if (size > 0) {
+            if (write != read) memmove(mem + write, mem + read, len * sizeof(int));
+            s->cl_off[index] = (int)write + 2;
+            write += len;
+        }
+        read += len;
+    }
+    s->mem_len = write;
+    for (int l = 0; l < 2 * s->n; l++) { /* watches: clause indices -> new offsets */
+        IntVec *ws = &s->watches[l];
+        for (int i = 0; i < ws->size; i++) ws->data[i] = s->cl_off[ws->data[i]];
+    }
+}
+
 static void reduce_learnts(Solver *s) {
     int n = s->learnts.size;
     int *ranked = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
@@ -420,7 +452,7 @@ static void reduce_learnts(Solver *s) {
         int first = CLAUSE(s, ci)[0];
         int locked = s->value[first] == 1 && s->reason[first >> 1] == ci;
         if (s->cl_lbd[ci] <= 2 || locked) continue;
-        CLAUSE_SIZE(s, ci) = -CLAUSE_SIZE(s, ci); /* watches are dropped lazily during propagation */
+        CLAUSE_SIZE(s, ci) = -CLAUSE_SIZE(s, ci); /* its watches go in collect_garbage */
         budget--;
     }
     free(ranked);
@@ -429,6 +461,7 @@ static void reduce_learnts(Solver *s) {
         if (CLAUSE_SIZE(s, s->learnts.data[k]) > 0) s->learnts.data[j++] = s->learnts.data[k];
     }
     s->learnts.size = j;
+    collect_garbage(s);
 }
 
 static double luby(double base, long long index) {
