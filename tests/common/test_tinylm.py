@@ -136,20 +136,22 @@ def test_initial_loss_is_near_uniform_and_errors_are_clear():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("head_dim", [8, 12, 16, 32])  # float32: 8 and 12 take the contiguous product, 16 and 32 not
-def test_fused_rope_attention_equals_the_autograd_rotation_bit_for_bit(dtype, head_dim):
+# float32: 8 and 12 take the contiguous product, 16 and 32 not; 32 and 64 (float64: 16 and up) take the rotations laid
+# out per head, 3 heads a row length that is no power of two
+@pytest.mark.parametrize("head_dim,n_heads", [(8, 2), (12, 2), (16, 2), (32, 2), (64, 3)])
+def test_fused_rope_attention_equals_the_autograd_rotation_bit_for_bit(dtype, head_dim, n_heads):
     # issue 18: in float32/64 the attention rotates q and k in one autograd node (_RopeQKV) whose backward is
     # written by hand; it must give the outputs and gradients of apply_rope on qkv[:2] under autograd, bit for bit
     from iclr26.common.tinylm import _rope_rotations
 
     torch.manual_seed(0)
-    d = 2 * head_dim
-    cfg = TinyLMConfig(d_model=d, n_heads=2, n_layers=1, context_len=9)
+    d = n_heads * head_dim
+    cfg = TinyLMConfig(d_model=d, n_heads=n_heads, n_layers=1, context_len=9)
     attn = TinyLM(cfg).blocks[0].attn.to(dtype)
     x0 = torch.randn(3, 9, d, dtype=dtype)
     w = torch.randn(3, 9, d, dtype=dtype)
     cos, sin = rope_tables(9, head_dim, cfg.rope_base, dtype=dtype)
-    fused = (cos, sin) + _rope_rotations(9, head_dim, float(cfg.rope_base), torch.device("cpu"), dtype)
+    fused = (cos, sin) + _rope_rotations(9, head_dim, float(cfg.rope_base), torch.device("cpu"), dtype, n_heads)
     results = []
     for rope in (fused, (cos, sin)):
         x = x0.clone().requires_grad_(True)
@@ -161,13 +163,14 @@ def test_fused_rope_attention_equals_the_autograd_rotation_bit_for_bit(dtype, he
     assert not torch.equal(results[0][0], attn(x0, None))  # the rotation is applied
 
 
-def test_tinylm_training_steps_are_the_same_with_and_without_the_fused_rotation(monkeypatch):
+@pytest.mark.parametrize("d_model,n_heads", [(32, 4), (128, 4)])  # head widths 8 and 32 (rotations laid out per head)
+def test_tinylm_training_steps_are_the_same_with_and_without_the_fused_rotation(monkeypatch, d_model, n_heads):
     # three AdamW steps of a whole model: the fused path (default) against the unfused one, bit for bit
     from iclr26.common import tinylm
 
     def train():
         torch.manual_seed(0)
-        model = TinyLM(TinyLMConfig(d_model=32, n_heads=4, n_layers=2, context_len=16))
+        model = TinyLM(TinyLMConfig(d_model=d_model, n_heads=n_heads, n_layers=2, context_len=16))
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
         idx = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(1))
         for _ in range(3):
@@ -193,7 +196,7 @@ def test_rope_attention_under_autocast_takes_the_real_form():
     attn = TinyLM(SMALL).blocks[0].attn
     x = torch.randn(2, 8, 32, requires_grad=True)
     cos, sin = rope_tables(8, 8, SMALL.rope_base)
-    rope = (cos, sin) + _rope_rotations(8, 8, float(SMALL.rope_base), torch.device("cpu"), torch.float32)
+    rope = (cos, sin) + _rope_rotations(8, 8, float(SMALL.rope_base), torch.device("cpu"), torch.float32, 4)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         y = attn(x, rope)
         y_real = attn(x, (cos, sin))  # the real-form rotation, as before issue 18
