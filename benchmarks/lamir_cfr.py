@@ -2,8 +2,10 @@
 
 Issue 18 measured the package's CFR+ 8.6x slower per iteration than OpenSpiel's C++ solver on Kuhn poker (and 6.5x
 faster on Leduc poker); 70-90 % of its time went to the forward/backward passes. The passes now gather every array
-that does not depend on σ once per subgame (``subgame._Passes``); the results are bit-for-bit those of the earlier
-passes (``tests/lamir/test_lamir_subgame.py`` checks it against a copy of them).
+that does not depend on σ once per subgame (``subgame._Passes``), and since session 6 the iterations run in a compiled
+loop (``lamir/_cfr.c``, the default backend); the results are bit-for-bit those of the earlier passes
+(``tests/lamir/test_lamir_subgame.py`` checks it against a copy of them, ``test_lamir_cfr_native.py`` the C loop
+against the numpy loop). ``--backend python`` times the numpy loop instead.
 
 Both solvers run alternating-update CFR+ on the whole game (Kuhn: a chance root and 58 nodes; Leduc: 9457 nodes).
 Ours runs on the flat subgame that the true model builds from the game's root (what the continual resolver hands
@@ -58,6 +60,7 @@ def main() -> None:
     parser.add_argument("--games", default="kuhn_poker,leduc_poker", help="OpenSpiel game names, comma-separated")
     parser.add_argument("--iterations", default="1000,30", help="CFR+ iterations K per timed call, one per game")
     parser.add_argument("--rounds", type=int, default=9, help="timed rounds per game (after one warm-up)")
+    parser.add_argument("--backend", choices=("native", "python"), default="native", help="the package's CFR+ loop")
     parser.add_argument(
         "--clock",
         choices=("wall", "cpu"),
@@ -84,7 +87,7 @@ def main() -> None:
         sg = whole_game_subgame(game)
 
         def package(sg: Subgame = sg, k: int = k) -> object:
-            return solve_cfr_plus(sg, iterations=k)
+            return solve_cfr_plus(sg, iterations=k, backend=args.backend)
 
         def openspiel(game: pyspiel.Game = game, k: int = k) -> object:
             solver = pyspiel.CFRPlusSolver(game)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from iclr26.rlaf import cdcl as cdcl_module
+from iclr26.common import native as native_module
 from iclr26.rlaf.cdcl import CDCLOptions, CDCLSolver, native_core
 from iclr26.rlaf.cnf import CNF
 from iclr26.rlaf.generators import coloring_3, random_3sat
@@ -94,7 +94,7 @@ def test_missing_core_raises_with_the_command_that_builds_it(monkeypatch):
     def missing(name):
         raise ImportError(f"No module named {name!r}")
 
-    monkeypatch.setattr(cdcl_module.importlib, "import_module", missing)
+    monkeypatch.setattr(native_module.importlib, "import_module", missing)
     with pytest.raises(ImportError, match=r"not built: run `make install`.*backend='python'"):
         CDCLSolver(random_3sat(10, seed=0)).solve()
 

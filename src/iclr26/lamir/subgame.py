@@ -22,8 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
+
+from iclr26.common.native import compiled_core
 
 
 @dataclass(frozen=True)
@@ -468,6 +471,33 @@ class _Passes:
         nodes, infosets = self._decision[player]
         return np.bincount(infosets, weights=reach[player, nodes], minlength=self.num_infosets[player])
 
+    def native_arrays(self, avg: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
+        """The arrays the compiled loop (``iclr26.lamir._cfr``) reads, in its order: the strategy buffer (written),
+        the layer bounds and the edges, the start reach and the terminal utility, then per player its acting edges,
+        infosets, decision nodes, uniform strategy and ``avg`` (float64, accumulated in place), then (offset of
+        σ_1, J_0, J_1). The read-only ones are converted to C-contiguous int64/float64; the written ones are passed
+        as they are (the core refuses them unless they already are float64 and C-contiguous)."""
+        sg = self.sg
+
+        def ints(a) -> np.ndarray:
+            return np.ascontiguousarray(a, dtype=np.int64)
+
+        def floats(a) -> np.ndarray:
+            return np.ascontiguousarray(a, dtype=np.float64)
+
+        bounds = [s.start for s, *_ in self._layers] + [self._layers[-1][0].stop if self._layers else 0]
+        arrays = [self.buffer, ints(bounds), ints(sg.edge_parent), ints(sg.edge_child)]
+        arrays += [ints(self._edge_pos[0]), ints(self._edge_pos[1]), floats(self._edge_prob)]
+        arrays += [floats(self._reach_init[0]), floats(self._terminal_utility)]
+        for p in (0, 1):
+            par, signed_chance, ch, opp_pos, prob, own_ia = self._act[p]
+            nodes, infosets = self._decision[p]
+            arrays += [ints(par), floats(signed_chance), ints(ch), ints(opp_pos)]
+            arrays += [floats(np.ones(par.size) if prob is None else prob), ints(own_ia), ints(sg.ia_infoset[p])]
+            arrays += [ints(nodes), ints(infosets), floats(self._uniform[p]), avg[p]]
+        arrays.append(ints([self.offset[1], *self.num_infosets]))
+        return arrays
+
     def regret_matching_plus(self, player: int, regret: np.ndarray, *, clipped: bool = False) -> np.ndarray:
         """Step 1 with the infosets' action counts gathered once (the values of :func:`regret_matching_plus`);
         ``clipped``: the regrets are CFR+'s, already ``max(·, 0)`` (clipping them again returns the same bits)."""
@@ -479,21 +509,27 @@ class _Passes:
         return out
 
 
-def solve_cfr_plus(sg: Subgame, *, iterations: int) -> SubgameSolution:
+def solve_cfr_plus(sg: Subgame, *, iterations: int, backend: Literal["native", "python"] = "native") -> SubgameSolution:
     """Run ``iterations`` of alternating-update CFR+ (steps 1-6 of the module docstring) on ``sg``.
 
     Args:
         sg: the subgame.
         iterations: number of iterations (each updates both players once).
+        backend: ``"native"`` (default) runs the iterations in the compiled loop ``iclr26.lamir._cfr`` (built by
+            ``make install``), ``"python"`` in numpy; the two give the same average strategies bit for bit (the C
+            loop takes each numpy operation in the same order; issue 18: 20-50x faster on small games).
 
     Returns:
         The average strategies, the game value and the infosets' counterfactual values under the average profile.
 
     Raises:
-        ValueError: if ``iterations`` is not positive.
+        ValueError: if ``iterations`` is not positive or ``backend`` is unknown.
+        ImportError: for ``backend="native"`` when the compiled loop was not built (the message says how).
     """
     if iterations < 1:
         raise ValueError(f"iterations must be >= 1, got {iterations}")
+    if backend not in ("native", "python"):
+        raise ValueError(f"backend must be 'native' or 'python', got {backend!r}")
     passes = _Passes(sg)
     regret = [np.zeros(size) for size in passes.sizes]
     zeros = [np.zeros(size) for size in passes.sizes]
@@ -501,17 +537,21 @@ def solve_cfr_plus(sg: Subgame, *, iterations: int) -> SubgameSolution:
     sigma = [passes.regret_matching_plus(p, regret[p]) for p in (0, 1)]
     ia_infoset = sg.ia_infoset
     passes.fill((sigma[0], sigma[1]))
-    for t in range(1, iterations + 1):
-        for p in (0, 1):
-            reach = passes._reaches()
-            q = passes._action_values(p, reach, passes._values(top=1))
-            # Step 5: regret of each action against the infoset's expected counterfactual value.
-            expected = np.bincount(ia_infoset[p], weights=sigma[p] * q, minlength=passes.num_infosets[p])
-            regret[p] = np.maximum(regret[p] + q - expected[ia_infoset[p]], zeros[p])
-            # Step 6: linear averaging weighted by the player's own reach of the infoset's nodes.
-            avg[p] += t * passes.own_reach(p, reach)[ia_infoset[p]] * sigma[p]
-            sigma[p] = passes.regret_matching_plus(p, regret[p], clipped=True)
-            passes.sigma_views[p][:] = sigma[p]
+    if backend == "native":
+        core = compiled_core("iclr26.lamir._cfr", what="CFR+ loop", fallback="backend='python' runs it in numpy")
+        core.solve(iterations, sg.num_nodes, 1, passes.native_arrays((avg[0], avg[1])))  # accumulates into avg
+    else:
+        for t in range(1, iterations + 1):
+            for p in (0, 1):
+                reach = passes._reaches()
+                q = passes._action_values(p, reach, passes._values(top=1))
+                # Step 5: regret of each action against the infoset's expected counterfactual value.
+                expected = np.bincount(ia_infoset[p], weights=sigma[p] * q, minlength=passes.num_infosets[p])
+                regret[p] = np.maximum(regret[p] + q - expected[ia_infoset[p]], zeros[p])
+                # Step 6: linear averaging weighted by the player's own reach of the infoset's nodes.
+                avg[p] += t * passes.own_reach(p, reach)[ia_infoset[p]] * sigma[p]
+                sigma[p] = passes.regret_matching_plus(p, regret[p], clipped=True)
+                passes.sigma_views[p][:] = sigma[p]
     strategy = tuple(normalize_per_infoset(avg[p], sg.ia_infoset[p], passes.num_infosets[p]) for p in (0, 1))
     return evaluate_profile(sg, (strategy[0], strategy[1]), iterations=iterations)
 

@@ -35,7 +35,6 @@ Glucose with ``rnd-freq=0`` too), no clause-activity bumping (learnt clauses are
 from __future__ import annotations
 
 import heapq
-import importlib
 from dataclasses import dataclass
 from time import perf_counter
 from types import ModuleType
@@ -43,6 +42,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from iclr26.common.native import compiled_core
 from iclr26.rlaf.cnf import CNF
 from iclr26.rlaf.guidance import Guidance
 from iclr26.rlaf.result import SolveResult
@@ -106,14 +106,9 @@ def native_core() -> ModuleType:
     Raises:
         ImportError: if it was not built, with the command that builds it.
     """
-    try:
-        return importlib.import_module("iclr26.rlaf._cdcl")
-    except ImportError as err:
-        raise ImportError(
-            "the compiled CDCL core iclr26.rlaf._cdcl is not built: run `make install` (or `pip install -e .` in "
-            "the repository, which needs a C compiler and the Python headers); CDCLOptions(backend='python') runs "
-            f"the pure-Python reference instead ({err})"
-        ) from None
+    return compiled_core(
+        "iclr26.rlaf._cdcl", what="CDCL core", fallback="CDCLOptions(backend='python') runs the pure-Python reference"
+    )
 
 
 def luby(base: float, index: int) -> float:
