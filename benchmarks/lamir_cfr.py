@@ -35,18 +35,10 @@ import numpy as np
 import pyspiel
 
 from iclr26.lamir.games import tabulate_game
-from iclr26.lamir.search import TrueModel
-from iclr26.lamir.subgame import Subgame, SubgameBuilder, solve_cfr_plus
+from iclr26.lamir.search import whole_game_subgame
+from iclr26.lamir.subgame import Subgame, solve_cfr_plus
 
 CLOCK = time.perf_counter  # --clock cpu: time.thread_time, the CPU time of this thread (robust to a loaded machine)
-
-
-def whole_game_subgame(game: pyspiel.Game) -> Subgame:
-    """The whole game as one flat subgame (the true model expanded from the root, no depth limit)."""
-    tree = tabulate_game(game, allow_chance=True)
-    builder = SubgameBuilder()
-    root = TrueModel(tree, depth_limit=None)._build(builder, tree.root, 0)
-    return builder.finalize([root], [1.0])
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, object]:
@@ -84,7 +76,7 @@ def main() -> None:
     )
     for name, k in zip(names, iterations, strict=True):
         game = pyspiel.load_game(name)
-        sg = whole_game_subgame(game)
+        sg = whole_game_subgame(tabulate_game(game, allow_chance=True))
 
         def package(sg: Subgame = sg, k: int = k) -> object:
             return solve_cfr_plus(sg, iterations=k, backend=args.backend)

@@ -7,18 +7,15 @@ import pytest
 
 from iclr26.common import native as native_module
 from iclr26.lamir import subgame as subgame_module
+from iclr26.lamir.games import tabulate_game
+from iclr26.lamir.search import whole_game_subgame
 from iclr26.lamir.subgame import SubgameBuilder, solve_cfr_plus
 
 
 def _whole_game(name: str):
     import pyspiel
 
-    from iclr26.lamir.games import tabulate_game
-    from iclr26.lamir.search import TrueModel
-
-    tree = tabulate_game(pyspiel.load_game(name), allow_chance=True)
-    b = SubgameBuilder()
-    return b.finalize([TrueModel(tree, depth_limit=None)._build(b, tree.root, 0)], [1.0])
+    return whole_game_subgame(tabulate_game(pyspiel.load_game(name), allow_chance=True))
 
 
 def _random_subgame(seed: int):

@@ -7,6 +7,8 @@ import pytest
 
 pytest.importorskip("pyspiel")  # the package re-exports the OpenSpiel bot (extra "games")
 
+from iclr26.lamir.games import tabulate_game  # noqa: E402
+from iclr26.lamir.search import whole_game_subgame  # noqa: E402
 from iclr26.lamir.subgame import (  # noqa: E402
     SubgameBuilder,
     best_response,
@@ -178,12 +180,7 @@ def _reference_solve(sg, iterations: int):
 def _whole_game(name: str):
     import pyspiel
 
-    from iclr26.lamir.games import tabulate_game
-    from iclr26.lamir.search import TrueModel
-
-    tree = tabulate_game(pyspiel.load_game(name), allow_chance=True)
-    b = SubgameBuilder()
-    return b.finalize([TrueModel(tree, depth_limit=None)._build(b, tree.root, 0)], [1.0])
+    return whole_game_subgame(tabulate_game(pyspiel.load_game(name), allow_chance=True))
 
 
 def _unreachable_extra_subgame():

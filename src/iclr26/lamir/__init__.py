@@ -23,7 +23,14 @@ from iclr26.lamir.games import (
 )
 from iclr26.lamir.learners import AbstractModelLearner, BaseAgentLearner, BaseAgentSettings, ModelSettings
 from iclr26.lamir.networks import AbstractModel
-from iclr26.lamir.search import ContinualResolver, LearnedModel, TrueModel, resolve_all, transformed_values
+from iclr26.lamir.search import (
+    ContinualResolver,
+    LearnedModel,
+    TrueModel,
+    resolve_all,
+    transformed_values,
+    whole_game_subgame,
+)
 from iclr26.lamir.subgame import SubgameBuilder, solve_cfr_plus
 from iclr26.lamir.training import TrainingResult, TrainingState, train_lamir
 
@@ -53,4 +60,5 @@ __all__ = [
     "tabulate_game",
     "train_lamir",
     "transformed_values",
+    "whole_game_subgame",
 ]

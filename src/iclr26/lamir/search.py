@@ -43,7 +43,7 @@ import torch
 from iclr26.lamir.features import GameFeatures
 from iclr26.lamir.games import CHANCE, DECISION, TERMINAL, GameTree
 from iclr26.lamir.networks import AbstractModel
-from iclr26.lamir.subgame import SubgameBuilder, best_response, evaluate_profile, solve_cfr_plus
+from iclr26.lamir.subgame import Subgame, SubgameBuilder, best_response, evaluate_profile, solve_cfr_plus
 
 
 @dataclass(frozen=True)
@@ -188,6 +188,13 @@ class TrueModel:
     def next_key(self, player: int, label: int, action: int, next_public: int, next_infoset: int) -> Hashable:
         """The real next infoset, a leaf when the depth limit is 1."""
         return ("leaf" if self.depth_limit == 1 else "node", int(next_infoset))
+
+
+def whole_game_subgame(tree: GameTree) -> Subgame:
+    """The whole tabulated game as one flat subgame: the true model expanded from the root without a depth limit (to
+    solve a small game outright with :func:`~iclr26.lamir.subgame.solve_cfr_plus`)."""
+    builder = SubgameBuilder()
+    return builder.finalize([TrueModel(tree, depth_limit=None)._build(builder, tree.root, 0)], [1.0])
 
 
 @dataclass
