@@ -178,7 +178,8 @@ static PyObject *py_solve(PyObject *self, PyObject *args) {
     }
     Py_ssize_t m = pl[0].n_actions > pl[1].n_actions ? pl[0].n_actions : pl[1].n_actions;
     Py_ssize_t j = pl[0].n_infosets > pl[1].n_infosets ? pl[0].n_infosets : pl[1].n_infosets;
-    scratch = malloc(((size_t)3 * n + 2 * (size_t)m + (size_t)(j > 0 ? j : 1) + (size_t)pl[0].n_actions +
+    /* reach (2 n), value (n), q (m), per-infoset sums (j), both players' regrets */
+    scratch = malloc(((size_t)3 * n + (size_t)m + (size_t)(j > 0 ? j : 1) + (size_t)pl[0].n_actions +
                       (size_t)pl[1].n_actions) *
                      sizeof(double));
     if (!scratch) {
