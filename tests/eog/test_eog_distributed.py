@@ -17,32 +17,12 @@ import pytest
 import torch
 
 from iclr26.common.config import ConfigError
-from iclr26.eog.data import KGQAExample, make_trace
 from iclr26.eog.experiment import EogConfig
 from iclr26.eog.policy import TinyPolicy, WordVocab
 from iclr26.eog.rewards import F1_ONLY
 from iclr26.eog.training import grpo_stage
 from tests.conftest import TORCHRUN, dist_env, torchrun
-
-GRAPH = (("p01", "works_at", "c02"), ("c02", "hq_in", "t03"), ("p01", "born_in", "t04"), ("t04", "twin", "t03"))
-
-
-def example(qid="q1") -> KGQAExample:
-    path = (("p01", "works_at", "c02"), ("c02", "hq_in", "t03"))
-    return KGQAExample(
-        qid=qid,
-        question="what is reached from p01 via works_at then hq_in ?",
-        answers=("t03",),
-        q_entity=("p01",),
-        a_entity=("t03",),
-        graph=GRAPH,
-        reasoning_path=(path,),
-        composition=("works_at", "hq_in"),
-    )
-
-
-GOLD = make_trace(example())
-WRONG = '<think> ( p01 , born_in , t04 ) </think> <answer> [ " t04 " ] </answer>'
+from tests.eog.test_eog_training import GOLD, WRONG, example
 
 # Smaller than the smoke preset so that two interpreters per launch stay within the suite's budget.
 SMALL = ["--set", "n_sft=24", "--set", "n_rl=24", "--set", "n_test=6", "--set", "sft_steps=6"]
