@@ -130,8 +130,7 @@ def _run_one(module: str, args: argparse.Namespace) -> int:
     if scale == "smoke":
         print(f"[{module}] smoke run finished (a smoke run checks that the code runs; its verdict is not meaningful)")
     else:
-        held = "HELD" if summary.outcome.claim_held else "NOT HELD"
-        print(f"[{module}] claim {held}: {summary.outcome.measurement}")
+        print(f"[{module}] claim {summary.outcome.claim_held.upper()}: {summary.outcome.measurement}")
     resumed = f", {len(summary.resumed_units)} unit(s) resumed" if summary.resumed_units else ""
     print(f"[{module}] record: {summary.run_dir / 'result.json'} ({summary.wall_time_s:.1f} s{resumed})")
     for name, err in (summary.plot_errors or {}).items():
@@ -165,10 +164,10 @@ def _help_config(module: str) -> None:
         print(f"runs on the CPU at every scale: {cls.CPU_BOUND}")
     if cls.ALIASES:
         print("aliases: " + ", ".join(f"{old} -> {new}" for old, new in sorted(cls.ALIASES.items())))
-    print(f"  {'field':<24} {'type':<28} {'default (cpu)':<18} {'smoke / gpu preset':<22} help")
+    print(f"  {'field':<24} {'type':<28} {'default (cpu)':<18} {'smoke / gpu preset':<22} {'range':<16} help")
     for row in field_help(cls):
         presets = " / ".join(row.presets.get(s, "=") for s in ("smoke", "gpu"))
-        print(f"  {row.name:<24} {row.type:<28} {row.default:<18} {presets:<22} {row.help}")
+        print(f"  {row.name:<24} {row.type:<28} {row.default:<18} {presets:<22} {row.range:<16} {row.help}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

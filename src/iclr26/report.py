@@ -14,6 +14,7 @@ from pathlib import Path
 
 from iclr26.catalog import PAPERS, Paper, is_implemented
 from iclr26.common.records import RunRecord, latest_record, records_newest_first
+from iclr26.common.verdict import INCONCLUSIVE
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 STATUS_BEGIN, STATUS_END = "<!-- status:begin -->", "<!-- status:end -->"
@@ -26,12 +27,16 @@ def _cell(text: str) -> str:
 
 
 def verdict(record: RunRecord | None) -> str:
-    """``held``, ``not held``, ``never run``, or ``smoke`` for a smoke record (its verdict means nothing)."""
+    """``held``, ``not held``, ``inconclusive (gate ...)``, ``never run``, or ``smoke`` for a smoke record (its
+    verdict means nothing)."""
     if record is None:
         return "never run"
     if record.data["scale"] == "smoke":
         return "smoke"
-    return "held" if record.claim_held else "not held"
+    if record.status == INCONCLUSIVE:
+        gates = record.data.get("failed_gates") or []
+        return f"inconclusive (gate failed: {', '.join(gates)})" if gates else INCONCLUSIVE
+    return record.status
 
 
 def cost(record: RunRecord | None) -> str:

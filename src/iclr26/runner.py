@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import torch
+
 from iclr26.catalog import implemented, load_experiment, paper
 from iclr26.common.config import ConfigError, ExperimentConfig, apply_overrides
 from iclr26.common.device import resolve_device
@@ -99,6 +101,22 @@ def check_device(config: ExperimentConfig) -> None:
     device = getattr(config, "device", None)
     if isinstance(device, str):
         resolve_device(device)
+
+
+def run_device(config: ExperimentConfig, world: World) -> torch.device:
+    """The device of a run, resolved once: the config's ``device`` field (this rank's GPU for ``cuda`` under
+    torchrun), or the CPU for a config without one.
+
+    Raises:
+        ConfigError: naming the ``device`` field, for a device this machine lacks.
+    """
+    name = getattr(config, "device", None)
+    if not isinstance(name, str):
+        return torch.device("cpu")
+    device = resolve_device(name)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", world.local_rank)
+    return device
 
 
 def data_parallel_modules() -> list[str]:
@@ -258,7 +276,7 @@ def run_experiment(
         return Path(resume_dir)
 
     run_dir = on_main(start)
-    ctx = RunContext(out_dir=run_dir, seed=config.seed, quiet=quiet, world=world)
+    ctx = RunContext(out_dir=run_dir, seed=config.seed, quiet=quiet, world=world, device=run_device(config, world))
     started = datetime.now(UTC)
     t0, cpu0 = time.perf_counter(), _cpu_seconds()
     seed_everything(config.seed)
@@ -298,6 +316,7 @@ def run_experiment(
         "cpu_time_s": round(cpu, 3),
         "claim": entry.claim,
         "claim_held": outcome.claim_held,
+        "failed_gates": list(outcome.failed_gates),
         "verdict_meaningful": scale != "smoke",
         "evidence": outcome.evidence,
         "measurement": outcome.measurement,
@@ -340,5 +359,6 @@ __all__ = [
     "data_parallel_modules",
     "prepare_run_dir",
     "resume_config",
+    "run_device",
     "run_experiment",
 ]

@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 import pytest
 
-from iclr26.common.config import ConfigError, ExperimentConfig, apply_overrides, field_help, require
+from iclr26.common.config import ConfigError, ExperimentConfig, apply_overrides, field_help, opt, require
 
 
 @dataclass(frozen=True)
@@ -68,10 +68,10 @@ def test_overrides_parse_by_field_type():
         ("widths=1,x", "comma-separated ints"),
         ("steps=0", "config field 'steps': must be positive"),
         ("steps", "expected key=value"),
-        ("lr=nan", "expected float"),
-        ("lr=inf", "--set lr='inf': expected float"),
-        ("lr=-inf", "expected float"),
-        ("lr=1e999", "expected float"),
+        ("lr=nan", "--set lr='nan': must be a finite number"),
+        ("lr=inf", "--set lr='inf': must be a finite number"),
+        ("lr=-inf", "must be a finite number"),
+        ("lr=1e999", "must be a finite number"),
     ],
 )
 def test_bad_overrides_name_the_key(assignment, message):
@@ -86,6 +86,44 @@ def test_constructor_rejects_wrong_types_and_negative_seed():
         Demo(steps=True)
     with pytest.raises(ConfigError, match="'seed'"):
         Demo(seed=-1)
+
+
+@dataclass(frozen=True)
+class Ranged(ExperimentConfig):
+    n: int = opt(4, "a count", ge=1, le=100)
+    p: float = opt(0.5, "a probability", gt=0, lt=1)
+    sizes: tuple[int, ...] = opt((2, 3), "sizes", ge=1)
+    free: int = opt(7, "no bounds of its own")
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"n": 0}, "config field 'n': must be >= 1, got 0"),
+        ({"n": 101}, "config field 'n': must be <= 100, got 101"),
+        ({"p": 0.0}, "config field 'p': must be > 0, got 0.0"),
+        ({"p": 1.0}, "config field 'p': must be < 1, got 1.0"),
+        ({"p": float("nan")}, "config field 'p': must be a finite number, got nan"),
+        ({"sizes": (2, 0)}, "config field 'sizes': must be >= 1, got 0"),
+        ({"free": 10**18}, r"config field 'free': must be <= 1e\+09"),
+        ({"seed": 2**64}, r"config field 'seed': must be <= 9.22337e\+18"),
+    ],
+)
+def test_ranges_are_checked_for_every_field_and_element(values, message):
+    with pytest.raises(ConfigError, match=message):
+        Ranged(**values)
+
+
+def test_ranges_accept_their_bounds_and_show_in_help():
+    assert Ranged(n=1).n == 1 and Ranged(n=100).n == 100 and Ranged(free=10**9).free == 10**9
+    rows = {row.name: row.range for row in field_help(Ranged)}
+    assert rows == {
+        "seed": "[0, 9.22337e+18]",
+        "n": "[1, 100]",
+        "p": "(0, 1)",
+        "sizes": "[1, 1e+09]",
+        "free": "(-inf, 1e+09]",
+    }
 
 
 def test_to_dict_is_plain_and_help_is_listed():

@@ -1,20 +1,22 @@
 """Experiment configs: frozen dataclasses with named scale presets and a typed `--set key=value` parser.
 
 A paper's config subclasses :class:`ExperimentConfig`. Field defaults are the ``cpu`` scale; the class attribute
-``SCALES`` maps ``"smoke"`` and ``"gpu"`` (and optionally ``"cpu"``) to the fields that differ from the defaults::
+``SCALES`` maps ``"smoke"`` and ``"gpu"`` (and optionally ``"cpu"``) to the fields that differ from the defaults.
+Fields are declared with :func:`opt`, which carries the help text (with the value's source) and the field's range;
+the base class checks every range, so a subclass's ``__post_init__`` holds only the checks that relate fields::
 
     @dataclass(frozen=True)
     class MyConfig(ExperimentConfig):
-        steps: int = field(default=500, metadata={"help": "optimizer steps (§5.1)"})
-        lr: float = field(default=3e-3, metadata={"help": "peak learning rate (Table 3)"})
+        steps: int = opt(500, "optimizer steps (§5.1)", ge=1, le=10**7)
+        lr: float = opt(3e-3, "peak learning rate (Table 3)", gt=0, le=1)
 
         SCALES: ClassVar[dict[str, dict[str, Any]]] = {"smoke": {"steps": 5}, "gpu": {"steps": 50_000}}
 
-        def __post_init__(self) -> None:
-            super().__post_init__()
-            require(self.steps > 0, "steps", "must be positive")
-
     cfg = apply_overrides(MyConfig.preset("smoke"), ["lr=1e-3"])
+
+Every field is also checked for its type, every float (and every float in a tuple) for being finite, and every
+integer without an upper bound of its own against :data:`DEFAULT_INT_MAX`, so that no value reaches the run that it
+cannot honour.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
 SCALE_NAMES = ("smoke", "cpu", "gpu")
+#: The largest integer a field without an ``le``/``lt`` bound of its own accepts (sizes, steps, counts): past it a run
+#: could not finish or allocate anyway, and a bound keeps the value from reaching code that would overflow on it.
+DEFAULT_INT_MAX = 10**9
+#: The largest master seed (``2**63 - 1``: torch's and NumPy's generators take any seed up to it).
+SEED_MAX = 2**63 - 1
 
 C = TypeVar("C", bound="ExperimentConfig")
 
@@ -52,6 +59,75 @@ def require(condition: bool, name: str, message: str) -> None:
 
 
 @dataclass(frozen=True)
+class Range:
+    """The bounds of a numeric config field (each None when absent); a tuple field's bounds apply to every element.
+
+    Attributes:
+        ge, gt, le, lt: the value must be ``>= ge``, ``> gt``, ``<= le``, ``< lt``.
+    """
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+    def violation(self, value: float) -> str | None:
+        """Why ``value`` lies outside the range (None if it lies inside)."""
+        for bound, ok, word in (
+            (self.ge, lambda b: value >= b, ">="),
+            (self.gt, lambda b: value > b, ">"),
+            (self.le, lambda b: value <= b, "<="),
+            (self.lt, lambda b: value < b, "<"),
+        ):
+            if bound is not None and not ok(bound):
+                return f"must be {word} {bound:g}, got {value!r}"
+        return None
+
+    def describe(self) -> str:
+        """The range in words for ``--help-config``, e.g. ``[1, 1e+06]`` or ``(0, 1)``; empty when unbounded."""
+        low = f"[{self.ge:g}" if self.ge is not None else (f"({self.gt:g}" if self.gt is not None else "")
+        high = f"{self.le:g}]" if self.le is not None else (f"{self.lt:g})" if self.lt is not None else "")
+        if not low and not high:
+            return ""
+        return f"{low or '(-inf'}, {high or 'inf)'}"
+
+    @property
+    def bounded_above(self) -> bool:
+        return self.le is not None or self.lt is not None
+
+
+def opt(
+    default: Any,
+    help: str,  # noqa: A002 - the name dataclass metadata and argparse use
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+) -> Any:
+    """A config field: its default, its help text (with the source of the value) and its range.
+
+    Args:
+        default: the ``cpu`` scale's value (a tuple for a list-valued field).
+        help: what the field means and where its value comes from ("Table 3", "§5.1", "not in the paper; ...").
+        ge, gt, le, lt: bounds checked by :class:`ExperimentConfig` on every value (every element of a tuple),
+            with an error naming the field.
+
+    Returns:
+        A ``dataclasses.field`` with the help and range in its metadata.
+    """
+    metadata: dict[str, Any] = {"help": help}
+    if any(b is not None for b in (ge, gt, le, lt)):
+        metadata["range"] = Range(ge=ge, gt=gt, le=le, lt=lt)
+    return field(default=default, metadata=metadata)
+
+
+def field_range(f: dataclasses.Field) -> Range | None:  # type: ignore[type-arg]
+    """The :class:`Range` a field was declared with (:func:`opt`), or None."""
+    return f.metadata.get("range")
+
+
+@dataclass(frozen=True)
 class ExperimentConfig:
     """Base of every experiment config: the seed, plus scale presets on the subclass.
 
@@ -59,7 +135,7 @@ class ExperimentConfig:
         seed: master seed; every random draw of a run derives from it.
     """
 
-    seed: int = field(default=0, metadata={"help": "master seed; every random draw of a run derives from it"})
+    seed: int = opt(0, "master seed; every random draw of a run derives from it", ge=0, le=SEED_MAX)
 
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {}
     #: Old ``--set`` keys still accepted, mapped to the field they now name (e.g. ``{"corpus": "data"}``).
@@ -71,8 +147,9 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
         for f in dataclasses.fields(self):
-            _check_type(f.name, getattr(self, f.name), hints[f.name])
-        require(self.seed >= 0, "seed", f"must be a non-negative integer, got {self.seed}")
+            value = getattr(self, f.name)
+            _check_type(f.name, value, hints[f.name])
+            _check_numbers(f.name, value, field_range(f))
 
     @classmethod
     def preset(cls: type[C], scale: str) -> C:
@@ -170,6 +247,21 @@ def describe_type(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+def _check_numbers(name: str, value: Any, bounds: Range | None) -> None:
+    """Every number in ``value`` (a tuple's elements too) finite, inside ``bounds``, and an integer without an upper
+    bound of its own at most :data:`DEFAULT_INT_MAX`."""
+    for x in value if isinstance(value, tuple) else (value,):
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            continue
+        if isinstance(x, float) and not math.isfinite(x):
+            raise ConfigError(f"config field '{name}': must be a finite number, got {x!r}")
+        why = bounds.violation(x) if bounds is not None else None
+        if why is None and isinstance(x, int) and not (bounds is not None and bounds.bounded_above):
+            why = f"must be <= {DEFAULT_INT_MAX:g} (no run can honour more), got {x!r}" if x > DEFAULT_INT_MAX else None
+        if why is not None:
+            raise ConfigError(f"config field '{name}': {why}")
+
+
 def _check_type(name: str, value: Any, tp: Any) -> None:
     """Reject a value of the wrong type (catches ``Config(steps="5")`` and floats where ints belong)."""
     if not _matches(value, tp):
@@ -214,8 +306,14 @@ def parse_value(name: str, text: str, tp: Any) -> Any:
     """
     try:
         return _parse(text, tp)
+    except NonFinite:
+        raise ConfigError(f"--set {name}={text!r}: must be a finite number") from None
     except (ValueError, TypeError):
         raise ConfigError(f"--set {name}={text!r}: expected {describe_type(tp)}") from None
+
+
+class NonFinite(ValueError):
+    """A float field was given ``inf`` or ``nan``."""
 
 
 def _parse(text: str, tp: Any) -> Any:
@@ -234,6 +332,8 @@ def _parse(text: str, tp: Any) -> Any:
                 continue
             try:
                 return _parse(text, a)
+            except NonFinite:
+                raise
             except (ValueError, TypeError):
                 continue
         raise ValueError(text)
@@ -262,7 +362,7 @@ def _parse(text: str, tp: Any) -> Any:
     if tp is float:
         value = float(text)
         if not math.isfinite(value):
-            raise ValueError(text)
+            raise NonFinite(text)
         return value
     if tp is str:
         return text
@@ -311,6 +411,7 @@ class FieldHelp:
         default: the default (the ``cpu`` scale), as written on the command line.
         presets: scale name -> value, for the scales whose preset changes this field.
         help: the help text, with the value's source.
+        range: the accepted range in words (empty for a field without one).
     """
 
     name: str
@@ -318,6 +419,7 @@ class FieldHelp:
     default: str
     presets: dict[str, str]
     help: str
+    range: str = ""
 
 
 def format_value(value: Any) -> str:
@@ -331,6 +433,15 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def _is_int_type(tp: Any) -> bool:
+    """Whether a field of type ``tp`` holds integers (``int``, ``int | None``, ``tuple[int, ...]``)."""
+    if tp is int:
+        return True
+    return typing.get_origin(tp) in (typing.Union, types.UnionType, tuple) and any(
+        _is_int_type(a) for a in typing.get_args(tp) if a is not Ellipsis
+    )
+
+
 def field_help(config_cls: type[ExperimentConfig]) -> list[FieldHelp]:
     """A :class:`FieldHelp` per field of a config class, for `iclr26 run MODULE --help-config`."""
     hints = typing.get_type_hints(config_cls)
@@ -342,7 +453,18 @@ def field_help(config_cls: type[ExperimentConfig]) -> list[FieldHelp]:
             for scale in SCALE_NAMES
             if f.name in (values := config_cls.SCALES.get(scale, {})) and values[f.name] != default
         }
+        bounds = field_range(f)
+        tp = hints[f.name]
+        if _is_int_type(tp) and not (bounds is not None and bounds.bounded_above):
+            bounds = dataclasses.replace(bounds or Range(), le=DEFAULT_INT_MAX)
         rows.append(
-            FieldHelp(f.name, describe_type(hints[f.name]), format_value(default), presets, f.metadata.get("help", ""))
+            FieldHelp(
+                f.name,
+                describe_type(tp),
+                format_value(default),
+                presets,
+                f.metadata.get("help", ""),
+                bounds.describe() if bounds is not None else "",
+            )
         )
     return rows

@@ -11,11 +11,14 @@ world from the environment torchrun sets (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK
 3. runs the reproduction on every rank: rank 0 creates the run folder and broadcasts it (:func:`broadcast_object`),
    every rank computes every unit of work (a unit may be collective), only rank 0 writes files.
 
-Inside a trainer: per-rank seeds for rank-local randomness such as dropout (:func:`rank_seed`), each rank's shard of
-a batch or data set (:func:`shard_range`, the contiguous split :class:`torch.utils.data.DistributedSampler` makes
-without padding), gradients averaged by :class:`torch.nn.parallel.DistributedDataParallel`, and metrics reduced
-across ranks (:func:`all_reduce_sum`). Everything goes through ``torch.distributed``; without a process group every
-helper is the identity of a one-process world, so single-process code paths are unchanged.
+Inside a trainer, every helper takes the :class:`World` it acts in explicitly (a reproduction gets it as
+``ctx.world`` and hands it down): per-rank seeds for rank-local randomness such as dropout (:func:`rank_seed`), each
+rank's shard of a batch or data set (:func:`shard_range`, :func:`shard`: the contiguous split
+:class:`torch.utils.data.DistributedSampler` makes without padding), gradients averaged by
+:func:`data_parallel` (the one place that wraps a module in
+:class:`torch.nn.parallel.DistributedDataParallel`), and values gathered or reduced across ranks
+(:func:`all_gather_object`, :func:`all_reduce_sum`). This module is the only one that calls ``torch.distributed``;
+in a one-process world every helper is the identity, so single-process code paths are unchanged.
 """
 
 from __future__ import annotations
@@ -201,6 +204,50 @@ def shard_range(n: int, rank: int, size: int) -> range:
     return range(start, start + base + (1 if rank < extra else 0))
 
 
+def shard(items: Sequence[T], world: World) -> Sequence[T]:
+    """This rank's contiguous shard of ``items`` (:func:`shard_range`); all of ``items`` in a one-process world."""
+    r = shard_range(len(items), world.rank, world.size)
+    return items[r.start : r.stop]
+
+
+def data_parallel(
+    module: torch.nn.Module,
+    world: World,
+    *,
+    device: torch.device | None = None,
+    find_unused_parameters: bool = False,
+) -> torch.nn.Module:
+    """``module`` as its ranks train it: wrapped in DistributedDataParallel in a multi-process world, else itself.
+
+    The wrapper averages the gradients of the ranks' backward passes, so a step over each rank's shard of the
+    global batch equals the one-process step on the whole batch (with each shard's loss weighted by its share).
+
+    Args:
+        module: the model (or a module whose forward is a shard's loss), already on ``device``.
+        world: the run's world (``ctx.world``).
+        device: the rank's device; a CUDA device becomes DDP's ``device_ids``.
+        find_unused_parameters: for models whose forward leaves some parameters out (DDP's option of that name).
+
+    Returns:
+        The wrapper, or ``module`` itself when ``world`` has one process.
+    """
+    if not world.is_distributed:
+        return module
+    ids = [device.index if device.index is not None else world.local_rank] if device and device.type == "cuda" else None
+    return torch.nn.parallel.DistributedDataParallel(
+        module, device_ids=ids, find_unused_parameters=find_unused_parameters
+    )
+
+
+def all_gather_object(value: T, world: World) -> list[T]:
+    """Every rank's ``value`` (any picklable object), in rank order; ``[value]`` in a one-process world."""
+    if not world.is_distributed:
+        return [value]
+    parts: list[Any] = [None] * world.size
+    dist.all_gather_object(parts, value)
+    return parts
+
+
 def all_reduce_sum(values: Sequence[float] | torch.Tensor, *, device: torch.device | str = "cpu") -> list[float]:
     """Sum ``values`` elementwise over all ranks (float64); the values themselves without a process group.
 
@@ -261,12 +308,15 @@ __all__ = [
     "World",
     "all_reduce_sum",
     "barrier",
+    "all_gather_object",
     "broadcast_object",
     "current_world",
+    "data_parallel",
     "destroy_process_group",
     "init_process_group",
     "on_main",
     "rank_seed",
+    "shard",
     "shard_range",
     "timeout_s",
     "world_from_env",

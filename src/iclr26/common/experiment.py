@@ -7,7 +7,7 @@ A paper registers its reproduction by defining, in ``iclr26/<module>/experiment.
     def run(config: MyConfig, ctx: RunContext) -> Outcome:
         arms = {name: ctx.unit(f"train-{name}", lambda name=name: train_arm(config, name)) for name in ARMS}
         fig = ...; ctx.save_plot(fig, "loss.png")
-        return Outcome(metrics={...}, claim_held=..., evidence={...}, measurement="...", timings={...})
+        return Outcome.of(verdict(measurements, config), metrics={...}, timings={...})
 
 The CLI builds the config (scale preset, ``--seed``, ``--set``), creates the run folder, calls ``run`` and writes
 ``result.json`` from the :class:`Outcome` (see :mod:`iclr26.common.records`), then the plots.
@@ -20,7 +20,9 @@ The contract every reproduction follows:
   the global RNGs are reseeded from the master seed and the unit's key, so a skipped unit does not shift the random
   draws of the code that follows it. A unit's result must be picklable and hold no live objects (no modules or
   optimisers: their parameters as tensors are fine).
-- **Deterministic verdicts.** ``claim_held`` and ``evidence`` are functions of the seeded measurements only.
+- **Deterministic verdicts.** The verdict (``held``, ``not held`` or ``inconclusive``, :mod:`iclr26.common.verdict`)
+  and its ``evidence`` are functions of the seeded measurements only, computed by the paper's pure
+  ``verdict(measurements, config)``.
   Wall-clock and CPU times go to ``Outcome.timings``, which the record keeps apart; two runs of one config and seed
   give identical records apart from ``started_utc``, ``wall_time_s``, ``timings`` and ``resumed_units``.
 - **Thresholds with sources.** Every threshold or tolerance of a verdict is a config field whose help text gives its
@@ -46,12 +48,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import torch
 from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
 from iclr26.common.config import ExperimentConfig
 from iclr26.common.distributed import SINGLE, World, broadcast_object
 from iclr26.common.seeding import derive_seed, seed_everything
+from iclr26.common.verdict import INCONCLUSIVE, STATUSES, Status, Verdict, status_of
 
 C = TypeVar("C", bound=ExperimentConfig)
 T = TypeVar("T")
@@ -70,26 +74,53 @@ class Outcome:
     Attributes:
         metrics: every measured quantity, JSON-able (numbers, lists, nested dicts). Non-finite floats are allowed
             (a diverged run) and are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
-        claim_held: whether the paper's headline claim (the catalog's text) held in this run.
+        claim_held: the verdict on the paper's headline claim (the catalog's text): ``"held"``, ``"not held"`` or
+            ``"inconclusive"`` (:mod:`iclr26.common.verdict`).
         evidence: the few numbers the verdict rests on, e.g. ``{"loss_gap": 0.004, "tolerance": 0.02}``.
         measurement: one line for the report's "our measurement" column.
         notes: optional caveats shown in the record (e.g. "differences within seed spread").
         timings: wall-clock and CPU-time measurements (seconds, ratios of times). They vary between identical runs,
             so they are kept apart from ``metrics`` and never decide ``claim_held``.
+        failed_gates: the gates that failed when the verdict is ``inconclusive`` (the record names them).
     """
 
     metrics: dict[str, Any]
-    claim_held: bool
+    claim_held: Status
     evidence: dict[str, Any]
     measurement: str
     notes: str = ""
     timings: dict[str, Any] = field(default_factory=dict)
+    failed_gates: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.claim_held, bool):
-            raise TypeError(f"Outcome.claim_held must be a bool, got {type(self.claim_held).__name__}")
+        if isinstance(self.claim_held, bool):  # MIGRATION: modules not yet on Verdict; removed once all are
+            object.__setattr__(self, "claim_held", status_of(self.claim_held))
+        if self.claim_held not in STATUSES:
+            raise TypeError(f"Outcome.claim_held must be one of {STATUSES}, got {self.claim_held!r}")
+        if (self.claim_held == INCONCLUSIVE) != bool(self.failed_gates):
+            raise ValueError("Outcome: an inconclusive verdict names its failed gates, and only it does")
         if not self.measurement.strip():
             raise ValueError("Outcome.measurement must be a non-empty one-line summary")
+
+    @classmethod
+    def of(
+        cls,
+        verdict: Verdict,
+        *,
+        metrics: dict[str, Any],
+        timings: dict[str, Any] | None = None,
+        notes: str | None = None,
+    ) -> Outcome:
+        """The outcome of a run whose claim check is ``verdict`` (``notes`` default to the verdict's)."""
+        return cls(
+            metrics=metrics,
+            claim_held=verdict.status,
+            evidence=verdict.evidence,
+            measurement=verdict.measurement,
+            notes=verdict.notes if notes is None else notes,
+            timings=timings or {},
+            failed_gates=verdict.failed_gates,
+        )
 
 
 @dataclass
@@ -104,7 +135,9 @@ class RunContext:
         units: keys of every unit of the run so far, in the order the run reached them.
         resumed_units: those of them read back from an earlier, interrupted run of this folder.
         world: the processes of a data-parallel run (:mod:`iclr26.common.distributed`); only rank 0 writes files,
-            shows progress bars and logs.
+            shows progress bars and logs. A reproduction hands it to every helper that shards or reduces.
+        device: the device the config's ``device`` field names, resolved once by the runner (this rank's GPU under
+            torchrun); the CPU for a config without one. A reproduction hands it down instead of resolving again.
     """
 
     out_dir: Path
@@ -114,6 +147,7 @@ class RunContext:
     units: list[str] = field(default_factory=list)
     resumed_units: list[str] = field(default_factory=list)
     world: World = SINGLE
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
     @property
     def plots(self) -> list[str]:

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from iclr26.common.verdict import HELD, status_of
+
 RESULT_FILE = "result.json"
 RUN_FILE = "run.json"  # written when a run starts: module, scale and config, what `--resume` needs
 INTERRUPTED_FILE = "interrupted.txt"
@@ -141,8 +143,14 @@ class RunRecord:
         return self.data["module"]
 
     @property
+    def status(self) -> str:
+        """The verdict: ``held``, ``not held`` or ``inconclusive`` (older records' booleans read as the first two)."""
+        return status_of(self.data["claim_held"])
+
+    @property
     def claim_held(self) -> bool:
-        return bool(self.data["claim_held"])
+        """Whether the claim held (``not held`` and ``inconclusive`` are both False)."""
+        return self.status == HELD
 
 
 def read_record(run_dir: Path) -> RunRecord:

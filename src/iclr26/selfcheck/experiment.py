@@ -8,51 +8,17 @@ training run, the validation cross-entropy is below ``ln 256`` (the loss of a un
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
 
 import torch
 
-from iclr26.common.config import ExperimentConfig, require
-from iclr26.common.corpus import check_text_data, load_corpus
+from iclr26.common.corpus import load_corpus
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.lmtrain import CosineSchedule, TokenData, TrainConfig, TrainHistory, train_lm
 from iclr26.common.plots import figure
 from iclr26.common.tinylm import TinyLM, TinyLMConfig
-
-
-@dataclass(frozen=True)
-class SelfCheckConfig(ExperimentConfig):
-    """A tiny LM run; defaults are the `cpu` scale (not in any paper: chosen to take well under a minute)."""
-
-    data: str | None = field(
-        default=None, metadata={"help": "UTF-8 text file or folder of them; default: the Python stdlib"}
-    )
-    context_len: int = field(default=64, metadata={"help": "tokens per sequence"})
-    d_model: int = field(default=64, metadata={"help": "model width"})
-    n_layers: int = field(default=2, metadata={"help": "transformer blocks"})
-    batch_size: int = field(default=16, metadata={"help": "sequences per step"})
-    total_tokens: int = field(default=64 * 16 * 200, metadata={"help": "training budget in tokens"})
-    lr: float = field(default=3e-3, metadata={"help": "peak AdamW learning rate"})
-
-    SCALES: ClassVar[dict[str, dict[str, Any]]] = {
-        "smoke": {"total_tokens": 64 * 16 * 20},
-        "gpu": {
-            "d_model": 256,
-            "n_layers": 4,
-            "context_len": 256,
-            "batch_size": 64,
-            "total_tokens": 256 * 64 * 2000,
-        },
-    }
-    ALIASES: ClassVar[dict[str, str]] = {"corpus": "data"}
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("context_len", "d_model", "n_layers", "batch_size", "total_tokens"):
-            require(getattr(self, name) > 0, name, f"must be positive, got {getattr(self, name)}")
-        require(self.lr > 0, "lr", f"must be positive, got {self.lr}")
-        check_text_data(self.data, field="data", min_tokens=self.context_len + 2)
+from iclr26.selfcheck.config import SelfCheckConfig
+from iclr26.selfcheck.verdict import Measurements, verdict
 
 
 @dataclass(frozen=True)
@@ -109,8 +75,9 @@ def run(config: SelfCheckConfig, ctx: RunContext) -> Outcome:
     ax.legend()
     ctx.save_plot(fig, "loss.png")
 
-    final, uniform = history.final_val_loss, math.log(256)
-    return Outcome(
+    measured = Measurements(history.final_val_loss, trained.params_changed, history.steps_done)
+    return Outcome.of(
+        verdict(measured),
         metrics={
             "val_loss": history.val_loss,
             "eval_tokens": history.eval_tokens,
@@ -119,14 +86,7 @@ def run(config: SelfCheckConfig, ctx: RunContext) -> Outcome:
             "n_params": trained.n_params,
             "flops": history.flops,
         },
-        claim_held=final < uniform,
-        evidence={
-            "final_val_loss": final,
-            "uniform_loss": uniform,
-            "thresholds": {"uniform_loss": {"value": uniform, "source": "cross-entropy of a uniform guess, ln 256"}},
-        },
         timings={"train_wall_time_s": history.wall_time_s},
-        measurement=f"val loss {final:.3f} nats after {history.steps_done} steps (ln 256 = {uniform:.3f})",
     )
 
 
