@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 SCALE_NAMES = ("smoke", "cpu", "gpu")
 #: The largest integer a field without an ``le``/``lt`` bound of its own accepts (sizes, steps, counts): past it a run
 #: could not finish or allocate anyway, and a bound keeps the value from reaching code that would overflow on it.
-DEFAULT_INT_MAX = 10**9
+DEFAULT_INT_MAX = 10**12
 #: The largest master seed (``2**63 - 1``: torch's and NumPy's generators take any seed up to it).
 SEED_MAX = 2**63 - 1
 
