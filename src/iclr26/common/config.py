@@ -143,6 +143,9 @@ class ExperimentConfig:
     #: Why this reproduction runs on the CPU whatever the scale (shown by ``--help-config``); None if it can use a
     #: GPU (then its ``device`` field says which).
     CPU_BOUND: ClassVar[str | None] = None
+    #: Overrides of the ``gpu`` preset that make a slice of it taking well under a minute on one GPU (fewer steps,
+    #: seeds, arms; the same model sizes and batches), run by the device check (``benchmarks/gpu_presets.py``).
+    GPU_SLICE: ClassVar[dict[str, Any]] = {}
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
@@ -150,6 +153,14 @@ class ExperimentConfig:
             value = getattr(self, f.name)
             _check_type(f.name, value, hints[f.name])
             _check_numbers(f.name, value, field_range(f))
+
+    def work(self) -> float | None:
+        """A count proportional to this config's compute (e.g. optimizer steps x arms x seeds), or None.
+
+        The device check times the ``GPU_SLICE`` of the gpu preset and projects the full preset's wall time as
+        ``slice time x work(preset) / work(slice)``; a config whose modules define no ``work`` is not projected.
+        """
+        return None
 
     @classmethod
     def preset(cls: type[C], scale: str) -> C:
