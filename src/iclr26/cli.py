@@ -22,8 +22,6 @@ import sys
 import traceback
 from pathlib import Path
 
-import torch
-
 from iclr26.catalog import (
     PAPERS,
     MissingExtra,
@@ -173,6 +171,8 @@ def _help_config(module: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     threads = _threads(args)
     if threads:
+        import torch
+
         torch.set_num_threads(threads)
     world = world_from_env()
     if world.is_distributed and not args.help_config:
