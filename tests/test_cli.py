@@ -1,6 +1,7 @@
 """The `iclr26` command end to end: list, run (the built-in selfcheck), report, bad input."""
 
 import json
+import os
 
 from iclr26 import cli
 from iclr26.catalog import PAPERS, SELFCHECK, is_implemented, paper
@@ -58,7 +59,8 @@ def test_selfcheck_run_writes_a_complete_record_and_report(smoke, cli, tmp_path)
     out = tmp_path / "runs"
     proc = cli("report", "--out", str(out), "--scale", "smoke")
     assert proc.returncode == 0
-    report = (out / "report.md").read_text()
+    assert not (out / "report.md").exists()  # a smoke report never overwrites the cpu report
+    report = (out / "report-smoke.md").read_text()
     assert report.count("\n| ") == 20  # header + 19 papers
     assert "0 of 19 papers have a `smoke` record" in report  # selfcheck is not a paper
     assert "its verdict is not meaningful" in report
@@ -72,8 +74,11 @@ def test_bad_set_values_are_rejected_before_anything_is_written(capsys, tmp_path
         (["--set", "batch_size=1e18"], "config field 'batch_size': must be <= 4096"),
         (["--set", "lr=inf"], "--set lr='inf': must be a finite number"),
         (["--set", "lr=nan"], "--set lr='nan': must be a finite number"),
-        (["--threads", "-1"], "--threads must be a positive integer, got -1"),
-        (["--threads", "0"], "--threads must be a positive integer, got 0"),
+        (["--threads", "-1"], "--threads must be an integer from 1 to"),
+        (["--threads", "0"], "--threads must be an integer from 1 to"),
+        (["--seed", "-1"], "--seed must be an integer from 0 to 9223372036854775807, got -1"),
+        (["--seed", str(2**64)], "--seed must be an integer from 0 to"),
+        (["--set", "data="], "--set data='': empty value; give a value, or 'none' for the default"),
         (["--set", "data=/no/such/file.txt"], "config field 'data': corpus path '/no/such/file.txt' does not exist"),
         (
             ["--seed", "1", "--resume", str(tmp_path)],
@@ -88,12 +93,15 @@ def test_bad_set_values_are_rejected_before_anything_is_written(capsys, tmp_path
 
 
 def test_bad_thread_variable_is_named(monkeypatch, capsys, tmp_path):
-    for value in ("abc", "-3", "0", "1.5"):
+    cap = os.cpu_count()
+    for value in ("abc", "-3", "0", "1.5", "99999"):
         monkeypatch.setenv("ICLR26_THREADS", value)
         assert cli.main(["run", "selfcheck", "--scale", "smoke", "--out", str(tmp_path)]) == 2
-        assert (
-            f"environment variable ICLR26_THREADS must be a positive integer, got '{value}'" in capsys.readouterr().err
-        )
+        expected = f"environment variable ICLR26_THREADS must be an integer from 1 to {cap} (this machine's cores)"
+        assert f"{expected}, got '{value}'" in capsys.readouterr().err
+    monkeypatch.delenv("ICLR26_THREADS")
+    assert cli.main(["run", "selfcheck", "--threads", "100000", "--out", str(tmp_path)]) == 2
+    assert f"--threads must be an integer from 1 to {cap}" in capsys.readouterr().err
     assert not (tmp_path / "selfcheck").exists()
 
 
@@ -173,7 +181,8 @@ def test_a_smoke_run_changes_no_cpu_verdict(cli, tmp_path, monkeypatch):
     text = (out / "report.md").read_text()
     assert "cpu gap 0.01" in text and "smoke nonsense" not in text and "| held | cpu |" in text
     assert cli("report", "--out", str(out), "--scale", "smoke").returncode == 0
-    text = (out / "report.md").read_text()
+    assert "cpu gap 0.01" in (out / "report.md").read_text()  # the cpu report stays as it was
+    text = (out / "report-smoke.md").read_text()
     assert "smoke nonsense" in text and "| smoke | smoke |" in text and "NOT" not in text
 
     src = tmp_path / "src"
