@@ -2,8 +2,10 @@
 
 import json
 import os
+import sys
+import time
 
-from iclr26 import cli
+from iclr26 import cli, runall
 from iclr26.catalog import PAPERS, SELFCHECK, is_implemented, paper
 
 
@@ -131,20 +133,59 @@ def test_help_config_lists_fields_defaults_and_presets(cli):
     assert "aliases: corpus -> data" in proc.stdout
 
 
+#: A stand-in for ``python -m iclr26``: fails for rgvfm, waits for Ctrl-C for "slow", finishes at once otherwise.
+FAKE_PAPER = """
+import sys, time
+if "rgvfm" in sys.argv:
+    sys.exit(1)
+if "--slow" in sys.argv:
+    try:
+        open(sys.argv[sys.argv.index("--slow") + 1] + "/ready-" + sys.argv[2], "w").close()
+        time.sleep(60)
+    except KeyboardInterrupt:
+        sys.exit(130)
+"""
+
+
 def test_run_all_goes_on_after_a_failing_paper(monkeypatch, capsys, tmp_path):
-    ran = []
-
-    def fake_run_one(module, args):
-        ran.append(module)
-        if module == "rgvfm":
-            raise RuntimeError("boom")
-        return 0
-
+    monkeypatch.setattr(runall, "COMMAND", [sys.executable, "-c", FAKE_PAPER])
     monkeypatch.setattr(cli, "implemented", lambda: [paper("lamir"), paper("rgvfm"), paper("hicra")])
-    monkeypatch.setattr(cli, "_run_one", fake_run_one)
-    status = cli.main(["run", "all", "--scale", "smoke", "--out", str(tmp_path)])
-    assert status == 1 and ran == ["lamir", "rgvfm", "hicra"]
-    assert "failed: rgvfm" in capsys.readouterr().out
+    status = cli.main(["run", "all", "--scale", "smoke", "--out", str(tmp_path), "--jobs", "2"])
+    out = capsys.readouterr().out
+    assert status == 1 and "ran 3 papers; failed: rgvfm" in out
+    assert all(f"[{m}] started" in out for m in ("lamir", "rgvfm", "hicra"))
+    assert "[rgvfm] FAILED (exit 1)" in out and "[lamir] finished" in out and "[hicra] finished" in out
+
+
+def test_run_all_interrupted_stops_every_running_paper_and_starts_no_other(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(runall, "COMMAND", [sys.executable, "-c", FAKE_PAPER])
+    real_sleep = time.sleep
+
+    def sleep_then_ctrl_c(seconds):  # Ctrl-C once both running papers are at work
+        if len(list(tmp_path.glob("ready-*"))) == 2:
+            raise KeyboardInterrupt
+        real_sleep(seconds)
+
+    monkeypatch.setattr(runall.time, "sleep", sleep_then_ctrl_c)
+    status = runall.run_all(
+        ["lamir", "hicra", "kern"], ["--slow", str(tmp_path)], out=tmp_path, scale="smoke", jobs=2, threads=None
+    )
+    out = capsys.readouterr().out
+    assert status == 130 and "[lamir] interrupted" in out and "[hicra] interrupted" in out
+    assert "not started: kern" in out
+
+
+def test_makespan_of_longest_first_scheduling():
+    # 3, 3 start on the two workers; the three 2s go to whichever is free first: 3+2+2 = 7 and 3+2 = 5
+    assert runall.makespan([2, 3, 2, 3, 2], 2) == 7
+    assert runall.makespan([5, 1, 1], 4) == 5 and runall.makespan([], 2) == 0
+
+
+def test_jobs_is_checked(capsys, tmp_path):
+    assert cli.main(["run", "all", "--jobs", "0", "--out", str(tmp_path)]) == 2
+    assert "--jobs must be an integer from 1 to" in capsys.readouterr().err
+    assert cli.main(["run", "selfcheck", "--jobs", "2", "--out", str(tmp_path)]) == 2
+    assert "--jobs goes with 'run all'" in capsys.readouterr().err
 
 
 def _write_record(out, module, stamp, scale, held, measurement, wall_time_s=1.0):

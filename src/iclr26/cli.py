@@ -20,7 +20,6 @@ import argparse
 import os
 import signal
 import sys
-import traceback
 from pathlib import Path
 
 import torch
@@ -47,6 +46,7 @@ from iclr26.common.distributed import (
 from iclr26.common.experiment import UnitError
 from iclr26.common.records import latest_record
 from iclr26.report import refresh_readme, refresh_status, report_markdown, verdict
+from iclr26.runall import run_all
 from iclr26.runner import (
     OutputError,
     RecordError,
@@ -112,6 +112,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="torch intra-op threads (default: $ICLR26_THREADS, else torch's default); 1 is best on a busy machine",
     )
+    p_run.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="with 'all': papers run at a time, each in its own process on one thread (default: the machine's cores)",
+    )
     p_run.add_argument("--help-config", action="store_true", help="list the config fields and exit")
     p_run.add_argument(
         "--resume",
@@ -176,6 +182,24 @@ def _run_one(module: str, args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_all(args: argparse.Namespace, threads: int | None) -> int:
+    """``run all``: every implemented paper, ``--jobs`` at a time (:mod:`iclr26.runall`)."""
+    if args.overrides or args.help_config or args.resume:
+        raise ConfigError("--set, --resume and --help-config need one module, not 'all'")
+    jobs = max_threads() if args.jobs is None else args.jobs
+    if not 1 <= jobs <= max_threads():
+        raise ConfigError(f"--jobs must be an integer from 1 to {max_threads()} (this machine's cores), got {jobs}")
+    papers = implemented()
+    if not papers:
+        print("no paper is implemented yet; nothing to run")
+        return 0
+    tail = ["--scale", args.scale, "--out", str(args.out), "--quiet"]
+    if args.seed is not None:
+        tail += ["--seed", str(args.seed)]
+    modules = [p.module for p in papers]
+    return run_all(modules, tail, out=args.out, scale=args.scale, jobs=jobs, threads=threads)
+
+
 def _threads(args: argparse.Namespace) -> int | None:
     """The thread count of ``--threads`` or ``$ICLR26_THREADS`` (None: torch's default).
 
@@ -225,28 +249,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if world.is_distributed and not args.help_config:
         check_data_parallel(args.module, world)  # before any work: exit 2 on every rank
     if args.module == "all":
-        if args.overrides or args.help_config or args.resume:
-            print("error: --set, --resume and --help-config need one module, not 'all'", file=sys.stderr)
-            return 2
-        papers = implemented()
-        if not papers:
-            print("no paper is implemented yet; nothing to run")
-            return 0
-        failed = []
-        for p in papers:
-            print(f"== paper {p.number}: {p.name} ({p.module}) at scale {args.scale}", flush=True)
-            try:
-                _run_one(p.module, args)
-            except BAD_INPUT as err:  # e.g. a gpu preset on a machine without CUDA: one line, then the next paper
-                print(f"[{p.module}] FAILED: {err}", file=sys.stderr)
-                failed.append(p.module)
-            except Exception:  # one failing paper must not stop the others
-                traceback.print_exc()
-                print(f"[{p.module}] FAILED", file=sys.stderr)
-                failed.append(p.module)
-        print(f"ran {len(papers)} papers; failed: {', '.join(failed) or 'none'}")
-        return 1 if failed else 0
-
+        return _run_all(args, threads)
+    if args.jobs is not None:
+        raise ConfigError("--jobs goes with 'run all'; one module runs in one process")
     paper(args.module)
     if args.help_config:
         _help_config(args.module)
