@@ -130,8 +130,8 @@ def run_device(config: ExperimentConfig, world: World) -> torch.device:
     if not isinstance(name, str):
         return torch.device("cpu")
     device = resolve_device(name)
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", world.local_rank)
+    if device.type == "cuda" and device.index is None:  # this rank's GPU (init_process_group set it current)
+        device = torch.device("cuda", torch.cuda.current_device())
     return device
 
 
