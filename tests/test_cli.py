@@ -304,3 +304,19 @@ def test_status_table_of_the_top_readme_comes_from_the_records(tmp_path, monkeyp
     assert "| 8 |" not in text  # unisplat is not implemented: not listed
     assert not report.refresh_status(readme, out)  # idempotent
     assert not report.refresh_status(readme, out, "gpu")  # no gpu record at all: the block stays
+
+
+def test_help_config_shows_the_gpu_preset_projection_from_the_device_check(tmp_path):
+    check = tmp_path / "gpu_presets.json"
+    assert "no projected time yet" in cli.gpu_projection("kern", check)
+    check.write_text(
+        json.dumps(
+            {
+                "date": "2026-12-04",
+                "device_name": "NVIDIA H200",
+                "slices": [{"module": "kern", "projected_h": 6.5}, {"module": "meom", "error": "config: boom"}],
+            }
+        )
+    )
+    assert cli.gpu_projection("kern", check).startswith("gpu preset: about 6.5 h on one NVIDIA H200")
+    assert "not projected by the device check of 2026-12-04 (config: boom)" in cli.gpu_projection("meom", check)

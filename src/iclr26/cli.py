@@ -17,6 +17,7 @@ terminated (SIGTERM); an interrupted or terminated run's folder is marked and re
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -225,12 +226,34 @@ def _threads(args: argparse.Namespace) -> int | None:
     return int(text)
 
 
+#: The device check's committed output (``benchmarks/gpu_presets.py``), when the package runs from a checkout.
+GPU_CHECK = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_presets.json"
+
+
+def gpu_projection(module: str, path: Path = GPU_CHECK) -> str:
+    """The line ``--help-config`` shows for a module's gpu preset: its projected wall time from the committed
+    device check, or that none has been measured."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        row = next(r for r in report["slices"] if r["module"] == module)
+    except (OSError, ValueError, KeyError, StopIteration):
+        return "gpu preset: no projected time yet (the device check, benchmarks/gpu_presets.py, has not timed it)"
+    if row.get("projected_h") is None:
+        return f"gpu preset: not projected by the device check of {report.get('date')} ({row.get('error') or 'failed'})"
+    return (
+        f"gpu preset: about {row['projected_h']:g} h on one {report.get('device_name')} (projected from a timed slice "
+        f"by the device check of {report.get('date')}, benchmarks/gpu_presets.md)"
+    )
+
+
 def _help_config(module: str) -> None:
     experiment = load_experiment(module)
     cls = experiment.config_cls
     print(f"config fields of {module} ({cls.__name__}); set with --set KEY=VALUE")
     if cls.CPU_BOUND:
         print(f"runs on the CPU at every scale: {cls.CPU_BOUND}")
+    else:
+        print(gpu_projection(module))
     if cls.ALIASES:
         print("aliases: " + ", ".join(f"{old} -> {new}" for old, new in sorted(cls.ALIASES.items())))
     print(f"  {'field':<24} {'type':<28} {'default (cpu)':<18} {'smoke / gpu preset':<22} {'range':<16} help")
