@@ -1,4 +1,4 @@
-"""Issue 19: MAGREF's trainer under torchrun: each rank's shard of the global batch, DDP gradient averaging.
+"""MAGREF's trainer under torchrun: each rank's shard of the global batch, DDP gradient averaging.
 
 The fast test checks the sharded loss in one process; the slow one runs the smoke reproduction under ``torchrun``
 with two gloo ranks and compares it with one process.
@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from iclr26.common.distributed import shard_range
-from iclr26.magref.experiment import MAGREFConfig, build_model
+from iclr26.magref.config import MAGREFConfig
+from iclr26.magref.experiment import build_model
 from iclr26.magref.flow import interpolate
 from iclr26.magref.latent import CausalPatchify
 from iclr26.magref.training import build_batch, draw_items, permute_regions, shard_loss
@@ -32,7 +33,7 @@ def test_rank_shards_of_a_batch_give_the_global_loss_and_gradient(layout):
     torch.manual_seed(0)
     model = build_model(config)
     gen = torch.Generator().manual_seed(1)
-    world, codec, b = config.world(), CausalPatchify(), 5
+    world, codec, b = config.sprite_world(), CausalPatchify(), 5
     batch = build_batch(draw_items(b, world, gen), layout, codec, world, gen)
     t = torch.rand(b, generator=gen)
     eps = torch.randn(batch.z0.shape, generator=gen)

@@ -10,7 +10,7 @@ from PIL import Image
 
 from iclr26 import cli
 from iclr26.common.config import ConfigError
-from iclr26.magref.experiment import MAGREFConfig
+from iclr26.magref.config import MAGREFConfig
 
 
 def test_config_rejects_bad_values():

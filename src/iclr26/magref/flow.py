@@ -63,6 +63,7 @@ def euler_sample(
     sig = shifted_sigmas(steps, shift)
     z = noise
     for i in range(steps):
-        t = torch.full((noise.shape[0],), float(sig[i]), dtype=noise.dtype)
-        z = z + (sig[i + 1] - sig[i]).to(noise.dtype) * velocity(z, t)
+        t = torch.full((noise.shape[0],), float(sig[i]), dtype=noise.dtype, device=noise.device)
+        # Euler step of dz/dt = v from t = sigma_i to sigma_{i+1} (< sigma_i)
+        z = z + (sig[i + 1] - sig[i]).to(noise.dtype) * velocity(z, t).to(noise.dtype)
     return z
