@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ import torch
 
 from iclr26.cli import main as cli_main
 from iclr26.common.config import ConfigError
+from iclr26.common.distributed import SINGLE
 from iclr26.nextstep.config import NextStepConfig
 from iclr26.nextstep.data import load_user_images, prompt_ids, split_set
 from iclr26.nextstep.metrics import frechet_distance, within_class_diversity
@@ -59,7 +62,7 @@ def bad_data(tmp_path):
     (empty / "a").mkdir(parents=True)
     cases["empty folder"] = (empty, "holds no images")
     mixed = tmp_path / "mixed"
-    _write_png_folder(mixed, sizes=((8, 8), (16, 16)))
+    _write_png_folder(mixed, sizes=((8, 8), (16, 12)))
     cases["mixed shapes"] = (mixed, "differ in shape")
     nan = tmp_path / "nan.npz"
     imgs = np.random.default_rng(0).random((10, 8, 8))
@@ -159,8 +162,6 @@ def test_smoke_run_through_the_cli(smoke):
 
 def test_training_resumes_from_its_checkpoint_to_the_same_result(tmp_path, monkeypatch):
     """A unit killed mid-training continues from its last checkpoint and ends exactly as an uninterrupted one."""
-    import dataclasses
-
     from iclr26.nextstep import experiment as ex
     from iclr26.nextstep.experiment import DigitClassifier, Tokenizer, restore, train_judge, train_tokenizer_unit
 
@@ -196,3 +197,61 @@ def test_training_resumes_from_its_checkpoint_to_the_same_result(tmp_path, monke
     assert np.array_equal(resumed.grid, uninterrupted.grid)
     with pytest.raises(ConfigError, match="checkpoint_every"):
         NextStepConfig(checkpoint_every=-1)
+
+
+@pytest.mark.parametrize(
+    ("setting", "name"),
+    [
+        ("data_seed=-1", "data_seed"),
+        ("steps=1e18", "steps"),
+        ("lr=1e18", "lr"),
+        ("samples_per_class=1e18", "samples_per_class"),
+    ],
+)
+def test_out_of_range_values_are_refused_naming_their_field(setting, name, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli_main(["run", "nextstep", "--scale", "smoke", "--set", setting, "--out", str(out), "--quiet"]) == 2
+    assert f"config field '{name}'" in capsys.readouterr().err
+    assert not (out / "nextstep").exists()
+
+
+def test_an_empty_npz_is_refused_before_any_work(tmp_path, capsys):
+    empty = tmp_path / "empty.npz"
+    empty.write_bytes(b"")
+    out = tmp_path / "out"
+    assert (
+        cli_main(["run", "nextstep", "--scale", "smoke", "--set", f"data={empty}", "--out", str(out), "--quiet"]) == 2
+    )
+    assert "config field 'data'" in capsys.readouterr().err
+    assert not (out / "nextstep").exists()
+
+
+def test_a_folder_of_mixed_square_sizes_is_resized_to_image_side(tmp_path):
+    # the official-style class folders of the user's images, at two sizes: each is resized to the side the run uses
+    _write_png_folder(tmp_path / "mixed", sizes=((8, 8), (16, 16)))
+    data = NextStepConfig(data=tmp_path / "mixed", test_fraction=0.34).load_data()
+    assert data.train.images.shape[1:] == (1, 8, 8) and data.train.num_classes == 2
+    with pytest.raises(ValueError, match="differ in shape"):
+        load_user_images(tmp_path / "mixed")  # without a side to resize to, one size is needed
+
+
+def test_work_and_the_gpu_slice():
+    gpu = NextStepConfig.preset("gpu")
+    sliced = NextStepConfig(**{**NextStepConfig.preset_values("gpu"), **NextStepConfig.GPU_SLICE})
+    assert sliced.device == "cuda" and sliced.d_model == gpu.d_model and sliced.batch_size == gpu.batch_size
+    assert gpu.work() / sliced.work() > 100  # the slice is a small part of the preset
+
+
+def test_units_put_models_and_batches_on_the_configured_device():
+    from iclr26.nextstep.experiment import fit_arm, restore, train_tokenizer_unit
+    from iclr26.nextstep.tokenizer import Tokenizer
+
+    config = dataclasses.replace(NextStepConfig.preset("smoke"), steps=2)
+    device = torch.device(config.device)
+    split = config.load_data()
+    tok = restore(Tokenizer((t := train_tokenizer_unit(config, split, "continuous", device)).spec), t.state, device)
+    st = fit_arm(config, "fm", 0, split, tok, device, SINGLE, None)
+    for module in (tok, st.model, st.head):
+        assert {p.device for p in module.parameters()} == {device}
+    assert st.loss_gen.device == device and len(st.losses) == 2
+    assert all(isinstance(x, float) for x in st.losses)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from iclr26.nextstep.config import NextStepConfig
@@ -29,33 +30,73 @@ def arm(faith_cfg, faith_no, fd, diversity=1.0):
     }
 
 
-def measurements(control_faith=0.1, **changes):
+def measurements(control_faith=0.1, judge=0.97, ceilings=None, **changes):
+    """FM wins on FD and diversity, is as faithful as the (collapsed) regression head and beats VQ."""
     samples = {
         "fm": arm(0.8, 0.6, 10),
-        "reg": arm(0.6, 0.5, 20),
+        "reg": arm(0.8, 0.7, 20, diversity=0.0),
         "vq": arm(0.5, 0.4, 30),
         "fm_shuffled": arm(control_faith, 0.1, 50),
     }
     samples.update(changes)
-    return Measurements(samples={k: v for k, v in samples.items() if v is not None}, judge_accuracy=0.97)
+    return Measurements(
+        samples={k: v for k, v in samples.items() if v is not None},
+        judge_accuracy=judge,
+        ceilings={"continuous": 0.95, "vq": 0.9} if ceilings is None else ceilings,
+    )
 
 
-def test_held_when_fm_wins_and_the_control_fails():
+def test_held_when_fm_wins_the_gates_pass_and_the_control_fails():
     v = verdict(measurements(), CONFIG)
-    assert v.status == "held"
+    assert v.status == "held", v.evidence
     assert v.evidence["comparisons_cfg_on"]["fd_reg_minus_fm"]["mean"] == 10.0
-    assert set(v.evidence["thresholds"]) >= {"min_faithfulness", "ci_level", "cfg_scale"}
+    assert set(v.evidence["thresholds"]) >= {"min_faithfulness", "faith_noninferiority_margin", "min_judge_accuracy"}
+    assert set(v.evidence["gates"]) == {
+        "all_arms_ran", "judge_accuracy", "control_fails_faithfulness_bar", "tokenizer_ceiling_continuous",
+        "tokenizer_ceiling_vq",
+    }  # fmt: skip
 
 
-def test_the_control_passing_or_missing_changes_the_verdict():
-    assert verdict(measurements(control_faith=0.7), CONFIG).status != "held"
-    assert verdict(measurements(fm_shuffled=None), CONFIG).status != "held"
+def test_the_control_passing_or_missing_makes_it_inconclusive():
+    passing = verdict(measurements(control_faith=0.7), CONFIG)
+    assert passing.status == "inconclusive" and passing.failed_gates == ("control_fails_faithfulness_bar",)
+    missing = verdict(measurements(fm_shuffled=None), CONFIG)
+    assert missing.status == "inconclusive" and "all_arms_ran" in missing.failed_gates
 
 
-def test_a_baseline_beating_fm_gives_not_held():
-    v = verdict(measurements(vq=arm(0.85, 0.4, 30)), CONFIG)
-    assert v.status == "not held"
-    assert v.evidence["checks"]["faith_fm_minus_vq"] is False and v.evidence["checks"]["fd_vq_minus_fm"] is True
+@pytest.mark.parametrize(
+    ("change", "gate"),
+    [
+        ({"judge": 0.8}, "judge_accuracy"),
+        ({"ceilings": {"continuous": 0.95, "vq": 0.3}}, "tokenizer_ceiling_vq"),
+        ({"ceilings": {"vq": 0.9}}, "tokenizer_ceiling_continuous"),
+    ],
+)
+def test_a_failed_gate_gives_inconclusive(change, gate):
+    v = verdict(measurements(**change), CONFIG)
+    assert v.status == "inconclusive" and v.failed_gates == (gate,)
+
+
+def test_faithfulness_against_reg_is_non_inferiority_within_delta():
+    # FM 0.03 below the collapsed regression head: within delta = 0.05, still held
+    assert verdict(measurements(reg=arm(0.83, 0.7, 20, diversity=0.0)), CONFIG).status == "held"
+    # 0.1 below: the interval's lower end is under -delta
+    v = verdict(measurements(reg=arm(0.9, 0.7, 20, diversity=0.0)), CONFIG)
+    assert v.status == "not held" and v.evidence["checks"]["faith_fm_minus_reg"] is False
+
+
+@pytest.mark.parametrize(
+    ("change", "check"),
+    [
+        ({"vq": arm(0.85, 0.4, 30)}, "faith_fm_minus_vq"),
+        ({"vq": arm(0.5, 0.4, 5)}, "fd_vq_minus_fm"),
+        ({"reg": arm(0.8, 0.7, 20, diversity=1.5)}, "div_fm_minus_reg"),
+        ({"fm": arm(0.6, 0.6, 10)}, "faith_fm_cfg_minus_no_cfg"),
+    ],
+)
+def test_each_check_failing_gives_not_held(change, check):
+    v = verdict(measurements(**change), CONFIG)
+    assert v.status == "not held" and v.evidence["checks"][check] is False
 
 
 def test_the_heads_differ_in_what_the_paper_changes():

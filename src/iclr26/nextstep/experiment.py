@@ -418,19 +418,42 @@ def run(config: NextStepConfig, ctx: RunContext) -> Outcome:
                 )
                 results[arm].append(res)
                 bar.update(1)
-    measured = measurements(results, judge)
-    metrics = collect_metrics(config, results, measured, toks, judge)
+    ceilings = tokenizer_ceilings(tokenizers, clf, split, device)
+    measured = measurements(results, judge, ceilings)
+    metrics = collect_metrics(config, results, measured, toks, judge) | {"tokenizer_ceiling": ceilings}
     plot(config, ctx, results, metrics["arms"])
     return Outcome.of(verdict(measured, config), metrics=metrics, timings={"wall_s": time.perf_counter() - wall})
 
 
-def measurements(results: dict[str, list[ArmResult]], judge: TrainedClassifier) -> Measurements:
-    """The verdict's inputs: every arm's per-seed sample metrics."""
+def tokenizer_ceilings(
+    tokenizers: dict[str, Tokenizer], clf: DigitClassifier, split: Split, device: torch.device
+) -> dict[str, dict[str, float]]:
+    """Per tokenizer, the judge on its reconstructions of the held-out real images: the faithfulness (and Fréchet
+    distance) an arm generating with that tokenizer could at best reach."""
+    test, labels = split.test.images.to(device), split.test.labels.to(device)
+    with torch.no_grad():
+        real = clf.features(test).cpu().numpy()
+        out = {}
+        for kind, tok in tokenizers.items():
+            rec = tok.reconstruct(test).clamp(0.0, 1.0)  # decoded and clamped as the samples are
+            fd = frechet_distance(clf.features(rec).cpu().numpy(), real)
+            out[kind] = {"faithfulness": faithfulness(clf, rec, labels), "fd": fd}
+    return out
+
+
+def measurements(
+    results: dict[str, list[ArmResult]], judge: TrainedClassifier, ceilings: dict[str, dict[str, float]]
+) -> Measurements:
+    """The verdict's inputs: every arm's per-seed sample metrics, the judge's accuracy, the tokenizer ceilings."""
     samples = {
         arm: {s: {m: [getattr(getattr(r, s), m) for r in rs] for m in METRICS} for s in SETTINGS}
         for arm, rs in results.items()
     }
-    return Measurements(samples=samples, judge_accuracy=judge.test_accuracy)
+    return Measurements(
+        samples=samples,
+        judge_accuracy=judge.test_accuracy,
+        ceilings={k: c["faithfulness"] for k, c in ceilings.items()},
+    )
 
 
 def collect_metrics(
