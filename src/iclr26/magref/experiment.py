@@ -4,11 +4,12 @@ MAGREF: Masked Guidance for Any-Reference Video Generation with Subject Disentan
 2505.23742. One run:
 
 1. Train the sprite-identity classifier on clean sprites (unit ``classifier``).
-2. Train the base models once (the paper fine-tunes one released base): an image-to-video model (first frame in the
-   I2V channels) and a text-to-video model (those channels empty) — units ``base-i2v``, ``base-t2v``.
+2. Train the image-to-video base model once (first frame in the I2V channels; the paper fine-tunes one released
+   base) — unit ``base-i2v``.
 3. Per seed k, fine-tune each arm for the same number of steps and batch (equal compute), then generate the seed's
    evaluation clips (one-subject prompts and two-subject prompts whose subjects share two of three attributes) and
-   score them (units ``<arm>-seed<k>``; :data:`ARM_SPECS` says what each arm changes).
+   score them (units ``<arm>-seed<k>``; :data:`ARM_SPECS` says what each arm changes). Score the true clips and the
+   copy-paste baseline (the reference canvas pasted into every frame) on the same prompts.
 4. The verdict (:mod:`iclr26.magref.verdict`) on the per-seed means.
 
 With ``data=PATH`` (an official prompt file), the seed-0 ``magref`` model also generates a clip per line from the
@@ -31,8 +32,8 @@ import torch
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
-from iclr26.magref.config import MAGREFConfig
-from iclr26.magref.data import ROLES, VOCAB, prompt_tokens
+from iclr26.magref.config import ARMS, MAGREFConfig
+from iclr26.magref.data import ROLES, VOCAB, prompt_tokens, representable
 from iclr26.magref.latent import CausalPatchify
 from iclr26.magref.masking import composite_canvas, downsample_mask, mask_channels, masked_guidance
 from iclr26.magref.metrics import ClipScores, IdentityClassifier, score_clips, train_classifier
@@ -43,6 +44,7 @@ from iclr26.magref.training import (
     Layout,
     TrainSpec,
     build_batch,
+    copy_paste_clips,
     draw_items,
     generate,
     ground_truth,
@@ -57,28 +59,28 @@ from iclr26.magref.verdict import Measurements, paired_tests, verdict
 class ArmSpec:
     """What one arm changes relative to the others.
 
+    Every arm is fine-tuned from the one I2V base.
+
     Attributes:
-        base: the base model it is fine-tuned from.
         layout: the conditioning layout (``canvas``: MAGREF's masked guidance; ``temporal``: references as frames).
         disentangle: whether the subject values are injected (alpha = ``config.alpha``, else 0).
         placebo: inject each subject's value into a randomly chosen subject's region (training and evaluation).
     """
 
-    base: Literal["i2v", "t2v"]
     layout: Layout
     disentangle: bool
     placebo: bool
 
 
-ARMS = ("magref", "vanilla", "nodisent", "t2v", "placebo")
 ARM_SPECS = {
-    "magref": ArmSpec("i2v", "canvas", True, False),
-    "vanilla": ArmSpec("i2v", "temporal", False, False),
-    "nodisent": ArmSpec("i2v", "canvas", False, False),
-    "t2v": ArmSpec("t2v", "canvas", True, False),
-    "placebo": ArmSpec("i2v", "canvas", True, True),
+    "magref": ArmSpec("canvas", True, False),
+    "vanilla": ArmSpec("temporal", False, False),
+    "nodisent": ArmSpec("canvas", False, False),
+    "placebo": ArmSpec("canvas", True, True),
 }
-BASES = ("i2v", "t2v")
+#: The reference clips scored on every seed's prompts: the truth (the ceiling) and the copy-paste baseline.
+REFERENCES = ("ground_truth", "copy_paste")
+SCORES = ("id_sim", "id_at_place", "swapped", "copy_paste", "placed")
 
 
 def train_spec(config: MAGREFConfig, arm: str) -> TrainSpec:
@@ -134,6 +136,7 @@ class ArmRun:
         swapped: per two-subject item, 1.0 if its subjects were swapped.
         copy_paste: per item, the copy-paste share.
         placed: per item, the share of subject-frames whose prompted window shows that subject.
+        id_at_place: per item, the ID similarity at the prompted windows.
         losses: fine-tuning losses per step.
         examples: ``(2, C, F-1, H, W)`` the first two two-subject clips, for the plot.
         state: the fine-tuned weights (kept only for seed 0's magref arm when ``data`` is set, else None).
@@ -143,6 +146,7 @@ class ArmRun:
     swapped: list[float]
     copy_paste: list[float]
     placed: list[float]
+    id_at_place: list[float]
     losses: list[float]
     examples: np.ndarray
     state: dict[str, torch.Tensor] | None
@@ -166,7 +170,7 @@ def train_judge(config: MAGREFConfig) -> Judge:
 
 
 def train_base(config: MAGREFConfig, layout: Literal["i2v", "t2v"], ctx: RunContext) -> BaseRun:
-    """Train the ``layout`` base model (every arm starting from it shares it)."""
+    """Train the ``layout`` base model (every arm starts from the ``i2v`` one)."""
     gen = torch_generator(derive_seed(config.seed, "base", layout))
     torch.manual_seed(derive_seed(config.seed, "base-init", layout))
     model = build_model(config).to(ctx.device)
@@ -210,9 +214,6 @@ def run_arm(
     gen = torch_generator(derive_seed(seed, "finetune", arm))
     model = build_model(config)
     model.load_state_dict(base.state)
-    if ARM_SPECS[arm].base == "t2v":  # the I2V channels are new to a T2V model: zero-initialised, as when widening
-        with torch.no_grad():
-            model.embed.weight[:, CausalPatchify().latent_channels :] = 0.0
     model.to(ctx.device)
     codec, sprites = CausalPatchify(), config.sprite_world()
     losses = train(model, spec, codec, sprites, gen, world=ctx.world, device=ctx.device)
@@ -224,6 +225,8 @@ def run_arm(
     clips = generate(
         model, batch, codec, alpha=spec.alpha, steps=config.sample_steps, shift=config.shift, gen=egen, regions=reg
     )
+    if not torch.isfinite(clips).all():
+        raise RuntimeError(f"{arm}, seed {seed}: the generated clips are not finite (the training diverged)")
     sc = score(config, judge, clips, items, batch.ref_pos)
     multi = [i for i, it in enumerate(items) if len(it.identities) == 2]
     return ArmRun(
@@ -231,25 +234,25 @@ def run_arm(
         [float(sc.swapped[i]) for i in multi],
         sc.copy_paste,
         sc.placed,
+        sc.id_at_place,
         losses,
         clips[multi[:2]].numpy(),
         cpu_state(model) if keep else None,
     )
 
 
-def ground_truth_scores(config: MAGREFConfig, judge: Judge, seed: int) -> dict[str, float]:
-    """The metrics on the true clips: the ceiling of ID similarity and the chance level of copy-paste."""
+def reference_scores(config: MAGREFConfig, judge: Judge, seed: int) -> dict[str, dict[str, float]]:
+    """The metrics of the true clips (the ceiling) and of the copy-paste baseline on the seed's prompts."""
     items = eval_items(config, seed)
-    batch = build_batch(
-        items, "canvas", CausalPatchify(), config.sprite_world(), torch_generator(derive_seed(seed, "eval-canvas"))
-    )
-    sc = score(config, judge, ground_truth(items), items, batch.ref_pos)
-    return {
-        "id_sim": float(np.mean(sc.id_sim)),
-        "copy_paste": float(np.mean(sc.copy_paste)),
-        "swap_rate": float(np.mean([s for s in sc.swapped if s is not None])),
-        "placed": float(np.mean(sc.placed)),
-    }
+    codec = CausalPatchify()
+    gen = torch_generator(derive_seed(seed, "eval-canvas"))  # the canvases the arms are evaluated on
+    batch = build_batch(items, "canvas", codec, config.sprite_world(), gen)
+    clips = {"ground_truth": ground_truth(items), "copy_paste": copy_paste_clips(batch, codec, config.n_frames)}
+    out = {}
+    for name, c in clips.items():
+        sc = score(config, judge, c, items, batch.ref_pos)
+        out[name] = {key: float(np.mean([v for v in getattr(sc, key) if v is not None])) for key in SCORES}
+    return out
 
 
 def user_batch(config: MAGREFConfig, items: list, gen: torch.Generator) -> Batch:
@@ -273,17 +276,39 @@ def user_batch(config: MAGREFConfig, items: list, gen: torch.Generator) -> Batch
 
 
 def user_clips(config: MAGREFConfig, ctx: RunContext, state: dict[str, torch.Tensor]) -> dict[str, Any]:
-    """Generate a clip per line of the user's prompt file with the seed-0 magref model; plot them."""
+    """Generate a clip per line of the user's prompt file with the seed-0 magref model; plot them.
+
+    A prompt with none of the sprite world's words is not generated (the model cannot represent it) and is reported
+    in ``skipped``; a line with more references than the layout holds used its first ones (``references_dropped``).
+
+    Raises:
+        RuntimeError: if a generated clip is not finite (nothing is plotted then).
+    """
     items = config.user_prompts()
+    ok = [it for it in items if representable(prompt_tokens(it.prompt))]
+    report: dict[str, Any] = {
+        "n_items": len(items),
+        "keys": [it.key for it in ok],
+        "known_words_per_prompt": [int((prompt_tokens(it.prompt) != 0).sum()) for it in ok],
+        "skipped": {it.key: "no word of the sprite world's vocabulary" for it in items if it not in ok},
+        "references_dropped": {it.key: len(it.dropped) for it in items if it.dropped},
+    }
+    for key in report["skipped"]:
+        ctx.log(f"user prompt {key!r}: none of the sprite world's words; not generated")
+    if not ok:
+        return report
     model = build_model(config)
     model.load_state_dict(state)
     model.to(ctx.device)
     codec = CausalPatchify()
     gen = torch_generator(derive_seed(config.seed, "user"))
-    batch = user_batch(config, items, gen)
+    batch = user_batch(config, ok, gen)
     clips = generate(model, batch, codec, alpha=config.alpha, steps=config.sample_steps, shift=config.shift, gen=gen)
-    fig, axes = figure(clips.shape[2] + 1, len(items), width=1.2, height=1.2)
-    for i, it in enumerate(items):
+    bad = [it.key for it, c in zip(ok, clips, strict=True) if not torch.isfinite(c).all()]
+    if bad:
+        raise RuntimeError(f"the clips of user prompts {bad} are not finite; nothing was plotted")
+    fig, axes = figure(clips.shape[2] + 1, len(ok), width=1.2, height=1.2)
+    for i, it in enumerate(ok):
         row = axes[i]
         row[0].imshow(((canvas_image(codec, batch.y[i]).clamp(-1, 1) + 1) / 2).numpy())
         row[0].set_title(it.key[:12], fontsize=6)
@@ -292,11 +317,7 @@ def user_clips(config: MAGREFConfig, ctx: RunContext, state: dict[str, torch.Ten
         for ax in row:
             ax.axis("off")
     ctx.save_plot(fig, "user_clips.png")
-    return {
-        "n_items": len(items),
-        "keys": [it.key for it in items],
-        "known_words_per_prompt": [int((t != 0).sum()) for t in batch.tokens],
-    }
+    return report
 
 
 def canvas_image(codec: CausalPatchify, y: torch.Tensor) -> torch.Tensor:
@@ -311,31 +332,26 @@ def run(config: MAGREFConfig, ctx: RunContext) -> Outcome:
         torch.backends.cuda.matmul.allow_tf32 = True
     judge = ctx.unit("classifier", lambda: train_judge(config))
     ctx.log(f"identity classifier accuracy {judge.accuracy:.3f}")
-    bases = {name: ctx.unit(f"base-{name}", lambda name=name: train_base(config, name, ctx)) for name in BASES}
+    base = ctx.unit("base-i2v", lambda: train_base(config, "i2v", ctx))
     runs: dict[str, list[ArmRun]] = {a: [] for a in ARMS}
-    gt: list[dict[str, float]] = []
+    refs: list[dict[str, dict[str, float]]] = []
     for k in range(config.n_seeds):
         seed = derive_seed(config.seed, "seed", k)
         for arm in ctx.progress(ARMS, desc=f"seed {k}"):
             keep = config.data is not None and k == 0 and arm == "magref"
-            base = bases[ARM_SPECS[arm].base]
             res = ctx.unit(
                 f"{arm}-seed{k}",
-                lambda arm=arm, seed=seed, keep=keep, base=base: run_arm(config, arm, base, judge, seed, keep, ctx),
+                lambda arm=arm, seed=seed, keep=keep: run_arm(config, arm, base, judge, seed, keep, ctx),
             )
             runs[arm].append(res)
-            ctx.log(f"seed {k} {arm}: ID-sim {np.mean(res.id_sim):.3f}, swaps {np.mean(res.swapped):.3f}")
-        gt.append(ground_truth_scores(config, judge, seed))
+            ctx.log(f"seed {k} {arm}: placed {np.mean(res.placed):.3f}, swaps {np.mean(res.swapped):.3f}")
+        refs.append(reference_scores(config, judge, seed))
     user = user_clips(config, ctx, runs["magref"][0].state) if config.data is not None else None
-    measured = Measurements(
-        id_sim={a: per_seed(runs[a], "id_sim") for a in ARMS},
-        swap_rate={a: per_seed(runs[a], "swapped") for a in ARMS},
-        classifier_accuracy=judge.accuracy,
-    )
-    metrics = collect_metrics(config, runs, gt, bases, measured)
+    measured = measurements(runs, refs, judge)
+    metrics = collect_metrics(config, runs, refs, base, measured)
     if user is not None:
         metrics["user_data"] = user
-    plot(ctx, config, runs, metrics, bases)
+    plot(ctx, config, runs, metrics, base)
     return Outcome.of(verdict(measured, config), metrics=metrics, timings={"wall_s": time.perf_counter() - start})
 
 
@@ -344,28 +360,41 @@ def per_seed(runs: list[ArmRun], key: str) -> list[float]:
     return [float(np.mean(getattr(r, key))) for r in runs]
 
 
+def measurements(runs: dict[str, list[ArmRun]], refs: list[dict[str, dict[str, float]]], judge: Judge) -> Measurements:
+    """The verdict's inputs: per arm (and the copy-paste baseline) the per-seed means."""
+    cp = [r["copy_paste"] for r in refs]
+    return Measurements(
+        id_at_place={a: per_seed(runs[a], "id_at_place") for a in ARMS}
+        | {"copy_paste": [c["id_at_place"] for c in cp]},
+        swap_rate={a: per_seed(runs[a], "swapped") for a in ARMS} | {"copy_paste": [c["swapped"] for c in cp]},
+        placed={a: per_seed(runs[a], "placed") for a in ARMS} | {"copy_paste": [c["placed"] for c in cp]},
+        classifier_accuracy=judge.accuracy,
+    )
+
+
 def collect_metrics(
     config: MAGREFConfig,
     runs: dict[str, list[ArmRun]],
-    gt: list[dict[str, float]],
-    bases: dict[str, BaseRun],
+    refs: list[dict[str, dict[str, float]]],
+    base: BaseRun,
     measured: Measurements,
 ) -> dict[str, Any]:
-    """The record's metrics: per arm, the ground truth, the paired tests and the bases' final losses."""
+    """The record's metrics: per arm, the ground truth and the copy-paste baseline, the paired tests, the base."""
     arms = {
-        arm: {key: float(np.mean(per_seed(runs[arm], key))) for key in ("id_sim", "swapped", "copy_paste", "placed")}
+        arm: {key: float(np.mean(per_seed(runs[arm], key))) for key in SCORES}
         | {
-            "per_seed_id_sim": per_seed(runs[arm], "id_sim"),
+            "per_seed_id_at_place": per_seed(runs[arm], "id_at_place"),
             "per_seed_swap_rate": per_seed(runs[arm], "swapped"),
-            "final_loss": float(np.mean([np.mean(r.losses[-20:]) if r.losses else float("nan") for r in runs[arm]])),
+            "per_seed_placed": per_seed(runs[arm], "placed"),
+            "final_loss": float(np.mean([np.mean(r.losses[-20:]) for r in runs[arm]])),
         }
         for arm in ARMS
     }
     return {
         "arms": arms,
-        "ground_truth": {key: float(np.mean([g[key] for g in gt])) for key in gt[0]},
+        **{name: {key: float(np.mean([r[name][key] for r in refs])) for key in SCORES} for name in REFERENCES},
         "tests": {k: v.record() for k, v in paired_tests(measured, config).items()},
-        "base_final_loss": {k: float(np.mean(b.losses[-20:])) if b.losses else None for k, b in bases.items()},
+        "base_final_loss": float(np.mean(base.losses[-20:])) if base.losses else None,
     }
 
 
@@ -374,23 +403,23 @@ def smooth(values: list[float], mode: str = "valid") -> np.ndarray | list[float]
     return np.convolve(values, np.ones(10) / 10, mode=mode) if len(values) >= 10 else values
 
 
-def plot(ctx: RunContext, config: MAGREFConfig, runs, metrics: dict[str, Any], bases) -> None:  # noqa: ANN001
-    """Metrics per arm, loss curves, and two generated two-subject clips per arm."""
-    arms, truth = metrics["arms"], metrics["ground_truth"]
+def plot(ctx: RunContext, config: MAGREFConfig, runs, metrics: dict[str, Any], base: BaseRun) -> None:  # noqa: ANN001
+    """Metrics per arm (with the truth and the copy-paste baseline), loss curves, two two-subject clips per arm."""
+    arms, truth, cp = metrics["arms"], metrics["ground_truth"], metrics["copy_paste"]
     fig, axes = figure(3, 1, width=3.6)
-    panels = (("id_sim", "ID similarity", "id_sim"), ("swapped", "swap rate (confusable pairs)", "swap_rate"))
-    panels += (("copy_paste", "copy-paste score", "copy_paste"),)
-    for ax, (key, title, ref) in zip(axes[0], panels, strict=True):
+    panels = (("id_at_place", "ID similarity at the prompted place"), ("swapped", "swap rate (confusable pairs)"))
+    panels += (("placed", "subjects placed"),)
+    for ax, (key, title) in zip(axes[0], panels, strict=True):
         ax.bar(range(len(ARMS)), [arms[a][key] for a in ARMS], color="tab:blue")
-        ax.axhline(truth[ref], color="grey", ls="--", lw=0.8, label="ground truth")
+        ax.axhline(truth[key], color="grey", ls="--", lw=0.8, label="ground truth")
+        ax.axhline(cp[key], color="tab:red", ls=":", lw=0.8, label="copy-paste")
         ax.set_xticks(range(len(ARMS)), ARMS, rotation=30, fontsize=7)
         ax.set_title(title, fontsize=9)
     axes[0][0].legend(fontsize=7)
     ctx.save_plot(fig, "metrics_by_arm.png")
 
     fig, ax = figure(1, 1, width=5.0)
-    for name, b in bases.items():
-        ax.plot(smooth(b.losses), label=f"base {name}", lw=1)
+    ax.plot(smooth(base.losses), label="base i2v", lw=1)
     for arm in ARMS:
         ls = runs[arm][0].losses
         ax.plot(np.arange(len(ls)) + config.base_steps, smooth(ls, "same"), label=arm, lw=1)

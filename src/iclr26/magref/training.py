@@ -356,6 +356,14 @@ def autocast(device: torch.device) -> torch.autocast:
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
 
 
+def copy_paste_clips(batch: Batch, codec: CausalPatchify, n_frames: int) -> torch.Tensor:
+    """The laziest generator: the condition frame (the reference canvas) pasted into every generated frame,
+    ``(B, C, F-1, H, W)``. Every criterion on identity must fail it: it shows each reference, but not where the prompt
+    puts it, and it does not move."""
+    canvas = codec.decode(batch.y[:, codec.s :, :1])[:, :, :1]  # (B, C, 1, H, W): the first latent frame's image
+    return canvas.expand(-1, -1, n_frames - 1, -1, -1).clone()
+
+
 def ground_truth(batch_items: list[Item]) -> torch.Tensor:
     """``(B, C, F-1, H, W)``: the items' frames 1..F-1."""
     return torch.stack([it.video[:, 1:] for it in batch_items])
