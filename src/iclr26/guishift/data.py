@@ -22,7 +22,7 @@ import numpy as np
 
 from iclr26.guishift.env import HOME, State, World, render, shortest_paths, successors
 
-__all__ = ["Trajectory", "TransitionSet", "explore", "goal_items", "kstep_pairs", "random_state"]
+__all__ = ["Trajectory", "TransitionSet", "derangement", "explore", "goal_items", "kstep_pairs", "random_state"]
 
 
 @dataclass(frozen=True)
@@ -151,3 +151,12 @@ def _pack(world: World, before: list, after: list, actions: list, ks: list[int])
         actions,
         np.asarray(ks, dtype=np.int64),
     )
+
+
+def derangement(n: int, seed: int) -> np.ndarray:
+    """A random permutation of ``range(n)`` with no fixed point (for ``n >= 2``): item ``order[i]`` takes the slot of
+    ``order[i - 1]`` for a random ``order`` (a cyclic shift)."""
+    order = np.random.default_rng(seed).permutation(n)
+    perm = np.empty(n, dtype=np.int64)
+    perm[order] = np.roll(order, 1)
+    return perm
