@@ -10,7 +10,7 @@ from iclr26.common.config import ConfigError
 from iclr26.common.distributed import SINGLE
 from iclr26.guishift.config import GUIShiftConfig
 from iclr26.guishift.data import derangement
-from iclr26.guishift.experiment import FilterResult, arm_data, build_data, train_arm, train_base
+from iclr26.guishift.experiment import FilterResult, arm_data, build_data, run_filter, train_arm, train_base
 from iclr26.guishift.policy import GUIPolicy
 from iclr26.guishift.training import evaluate
 
@@ -67,13 +67,17 @@ def test_smoke_run(smoke):
     assert len(record["units"]) >= 2
     assert record["units"][:3] == ["base-seed0", "filter-seed0", "none-seed0"]
     evidence = record["evidence"]
-    assert set(evidence["thresholds"]) == {"pretrain_margin", "sft_margin", "filter_margin", "confidence"}
+    assert set(evidence["thresholds"]) == {
+        "pretrain_margin", "sft_margin", "filter_margin", "confidence", "transition_margin"
+    }  # fmt: skip
+    assert "pretraining_task_learned" in evidence["gates"]
     assert all(t["source"] for t in evidence["thresholds"].values())
     arms = record["metrics"]["arms"]
     assert set(arms) == {"none", "guishift", "nofilter", "sft", "k1", "shuffled"}
     assert all(0.0 <= m["automation_accuracy"] <= 1.0 for m in arms.values())
     assert arms["guishift"]["train_pairs"] == arms["nofilter"]["train_pairs"] == arms["sft"]["train_pairs"] > 0
-    assert record["claim_held"] == "not held"  # one seed: no interval, no comparison passes
+    # one seed: no interval, so neither the gate nor any comparison passes
+    assert record["claim_held"] == "inconclusive" and record["failed_gates"] == ["pretraining_task_learned"]
     assert "accuracy_by_arm.png" in record["plots"]
 
 
@@ -97,3 +101,29 @@ def test_the_kstep_pretraining_reaches_only_its_arm():
     assert np.array_equal(none.automation, evaluate(policy, data.automation))  # the base policy's answers
     trained = train_arm(config, "guishift", data, base, filt, 5, SINGLE, torch.device("cpu"))
     assert trained.n_pairs == len(gui) and len(trained.rewards) == config.steps
+
+
+DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_policy_and_batch_lands_on_the_configured_device(device, monkeypatch):
+    # every forward pass of the base training, the filter, an arm's GRPO and SFT steps and the evaluations sees the
+    # policy and its batch on config.device; the base policy's weights come back on the CPU (a unit's result)
+    seen = []
+    forward = GUIPolicy.forward
+
+    def spy(self, x):
+        seen.append((x.device.type, next(self.parameters()).device.type))
+        return forward(self, x)
+
+    monkeypatch.setattr(GUIPolicy, "forward", spy)
+    config = GUIShiftConfig.from_dict({**GUIShiftConfig.preset_values("smoke"), "device": device})
+    dev = torch.device(device)
+    data = build_data(config, seed=2)
+    base = train_base(config, data, 2, SINGLE, dev)
+    assert all(t.device.type == "cpu" for t in base.values())
+    filt = run_filter(config, data, base, 2, dev)
+    for arm in ("guishift", "sft"):
+        train_arm(config, arm, data, base, filt, 2, SINGLE, dev)
+    assert len(seen) > 10 and set(seen) == {(device, device)}

@@ -83,6 +83,14 @@ class GUIShiftConfig(ExperimentConfig):
     )  # fmt: skip
     confidence: float = opt(0.95, "one-sided confidence of the paired lower bounds (fixed before the first run)",
                             gt=0.5, lt=1)  # fmt: skip
+    transition_margin: float = opt(
+        0.0, "gate: held-out K-step transition accuracy gain of guishift over no pretraining the seed mean must "
+        "exceed, with a positive lower bound, before the downstream comparison counts (not in the paper; the "
+        "pretraining task must be learned for its transfer to be judged; fixed before the second cpu record)",
+        ge=0, lt=1,
+    )  # fmt: skip
+    device: str = opt("cpu", "torch device of the policy, its batches and every evaluation: cpu, cuda, cuda:N or "
+                      "auto (gpu preset: cuda)")  # fmt: skip
 
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {
@@ -93,12 +101,10 @@ class GUIShiftConfig(ExperimentConfig):
         },
         "gpu": {"n_seeds": 10, "explore_worlds": 128, "walks_per_world": 8, "n_train": 2048, "steps": 3000,
                 "batch": 64, "base_items": 1024, "base_steps": 600, "eval_items": 2000, "channels": 32,
-                "hidden": 128},
+                "hidden": 128, "device": "cuda"},
     }  # fmt: skip
-    CPU_BOUND: ClassVar[str | None] = (
-        "a CNN of ~10^5 parameters on 32-px screenshots trains fastest on one CPU thread; the gpu preset is a larger "
-        "run on the CPU as well"
-    )
+    GPU_SLICE: ClassVar[dict[str, Any]] = {"n_seeds": 1, "explore_worlds": 16, "steps": 60, "base_steps": 60,
+                                           "eval_items": 200}  # fmt: skip
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -114,6 +120,10 @@ class GUIShiftConfig(ExperimentConfig):
                 f"the config holds {need / 2**30:.1f} GiB of screenshots per seed (at most "
                 f"{MAX_SCREEN_BYTES / 2**30:.0f} GiB); lower explore_worlds, walks_per_world, walk_len or the item "
                 "counts")  # fmt: skip
+
+    def work(self) -> float:
+        """Optimiser steps of a run, each of ``batch`` items: the base policy's and the five arms', per seed."""
+        return float(self.n_seeds * (self.base_steps + 5 * self.steps) * self.batch)
 
     def screen_bytes(self) -> int:
         """Bytes of the uint8 screenshot pairs one seed's data holds at most (both screens of every item)."""

@@ -7,7 +7,8 @@ GUI-Shift: K-step GUI Transition as Self-supervised RL for GUI Agents, ICLR 2026
 2. **Base policy** (the paper's pretrained VLM): supervised training on ``base_items`` goal-reaching items of the
    base worlds (current screen + goal screen → first action of a shortest path). Unit ``base-seed<k>``.
 3. **Exploration** without instructions: random walks in the exploration worlds, cut into K-step pairs for each K in
-   ``ks`` (:func:`~iclr26.guishift.data.kstep_pairs`).
+   ``ks`` (:func:`~iclr26.guishift.data.kstep_pairs`: labelled with every shortest-path first action, pairs with
+   identical screens dropped).
 4. **Filter** (unit ``filter-seed<k>``): ``G`` samples per candidate pair from the base policy; keep the pairs whose
    group is partly right (:func:`~iclr26.guishift.training.mixed_groups`).
 5. **Arms**, each from the base policy with the same optimiser, steps, batch and learning rate (unit
@@ -19,7 +20,8 @@ GUI-Shift: K-step GUI Transition as Self-supervised RL for GUI Agents, ICLR 2026
 6. **Evaluation** on the held-out worlds, greedy actions scored by the rule reward: downstream automation
    (``eval_items`` goal items at distance 1..4, accuracy of the first action: any first action of a shortest path
    counts), grounding (clicks at distance 1: the element that opens the goal screen) and K-step transition accuracy.
-7. **Verdict** (:mod:`iclr26.guishift.verdict`): paired comparisons over seeds of downstream accuracy.
+7. **Verdict** (:mod:`iclr26.guishift.verdict`): paired comparisons over seeds of downstream accuracy, gated on
+   GUI-Shift having learned its pretraining task (held-out transition accuracy above no pretraining).
 
 Under ``torchrun`` every rank builds the same data and runs every unit; the base policy's SFT and every arm's steps
 train through :func:`iclr26.common.distributed.data_parallel` on the rank's shard of each global batch
@@ -299,6 +301,9 @@ def measurements(config: GUIShiftConfig, results: dict[str, list[ArmResult]]) ->
     """The per-seed numbers the verdict reads."""
     return Measurements(
         automation={arm: [float(r.automation.mean()) for r in rs] for arm, rs in results.items()},
+        transition={
+            arm: [float(np.mean([r.transition[k] for k in config.ks])) for r in rs] for arm, rs in results.items()
+        },
         eval_items=config.eval_items,
     )
 

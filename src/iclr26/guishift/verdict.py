@@ -10,7 +10,9 @@ when the seed mean of the differences exceeds its margin and the one-sided ``con
 - and the control shuffled − none does **not** pass with ``pretrain_margin`` (GRPO on transitions that say nothing
   about the action must not raise accuracy).
 
-guishift − k1 is reported, not judged.
+Gate (else ``inconclusive``): the pretraining task is learned, i.e. guishift − none in held-out K-step transition
+accuracy (the mean over the K of ``ks``) passes with ``transition_margin``. A policy that did not learn to read
+transitions cannot show whether reading them transfers. guishift − k1 is reported, not judged.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from typing import Any
 
 from iclr26.common.config import threshold
 from iclr26.common.stats import paired_t
-from iclr26.common.verdict import Verdict
+from iclr26.common.verdict import Gate, Verdict
 from iclr26.guishift.config import GUIShiftConfig
 
-__all__ = ["ARMS", "Comparison", "Measurements", "compare", "comparisons", "verdict"]
+__all__ = ["ARMS", "Comparison", "Measurements", "compare", "comparisons", "task_learned", "verdict"]
 
 #: The trained arms; ``none`` (the base policy) is the baseline of all of them.
 ARMS = ("guishift", "nofilter", "sft", "k1", "shuffled")
@@ -37,10 +39,12 @@ class Measurements:
     Attributes:
         automation: arm (``none`` and every name of :data:`ARMS`) -> per-seed downstream first-action accuracy on
             the held-out worlds, seeds in the same order for every arm.
+        transition: the same arms -> per-seed held-out K-step transition accuracy (mean over the K).
         eval_items: downstream items per seed.
     """
 
     automation: Mapping[str, Sequence[float]]
+    transition: Mapping[str, Sequence[float]]
     eval_items: int
 
 
@@ -106,9 +110,18 @@ def comparisons(m: Measurements, config: GUIShiftConfig) -> dict[str, Comparison
     }
 
 
+def task_learned(m: Measurements, config: GUIShiftConfig) -> Comparison:
+    """The gate's comparison: guishift − none in held-out transition accuracy, per seed."""
+    diffs = [x - y for x, y in zip(m.transition["guishift"], m.transition["none"], strict=True)]
+    return compare(diffs, margin=config.transition_margin, confidence=config.confidence)
+
+
 def verdict(m: Measurements, config: GUIShiftConfig) -> Verdict:
-    """Held when GUI-Shift beats no pretraining, SFT and no filtering and the shuffled control does not pass."""
+    """Held when GUI-Shift beats no pretraining, SFT and no filtering and the shuffled control does not pass;
+    inconclusive when GUI-Shift did not learn its pretraining task."""
     tests = comparisons(m, config)
+    learned = task_learned(m, config)
+    gates = [Gate("pretraining_task_learned", learned.passes, {"transition_gain": learned.record()})]
     held = (
         tests["guishift_vs_none"].passes
         and tests["guishift_vs_sft"].passes
@@ -121,7 +134,8 @@ def verdict(m: Measurements, config: GUIShiftConfig) -> Verdict:
         "n_seeds": n_seeds,
         "eval_items_per_seed": m.eval_items,
         "thresholds": {
-            n: threshold(config, n) for n in ("pretrain_margin", "sft_margin", "filter_margin", "confidence")
+            n: threshold(config, n)
+            for n in ("pretrain_margin", "sft_margin", "filter_margin", "confidence", "transition_margin")
         },
     }
     mean = {arm: sum(v) / len(v) for arm, v in m.automation.items()}
@@ -130,11 +144,11 @@ def verdict(m: Measurements, config: GUIShiftConfig) -> Verdict:
         f"vs no pretraining {mean['none'] * 100:.1f} ({tests['guishift_vs_none'].describe()}); vs SFT "
         f"{tests['guishift_vs_sft'].describe()}; vs no filter {tests['guishift_vs_nofilter'].describe()}; "
         f"shuffled-transition control vs none {tests['shuffled_vs_none'].describe()}; vs K=1 only "
-        f"{tests['guishift_vs_k1'].describe()}"
+        f"{tests['guishift_vs_k1'].describe()}; K-step transition accuracy vs none {learned.describe()}"
     )
     notes = (
         "Differences of first-action accuracy, paired over seeds; ± is the 95% two-sided interval half-width. A "
         f"comparison passes when the mean exceeds its margin and the one-sided {config.confidence:.0%} lower bound "
         "exceeds 0."
     )
-    return Verdict.decide([], held=bool(held), evidence=evidence, measurement=measurement, notes=notes)
+    return Verdict.decide(gates, held=bool(held), evidence=evidence, measurement=measurement, notes=notes)
