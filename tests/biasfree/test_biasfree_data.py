@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from iclr26.biasfree.config import BiasFreeConfig
 from iclr26.biasfree.data import find_bbq, load_bbq, load_dpo, load_fairmt, load_sft
-from iclr26.biasfree.experiment import BiasFreeConfig
 from iclr26.common.config import ConfigError
 
 AMBIG = {"example_id": 0, "question_index": "1", "question_polarity": "neg", "context_condition": "ambig",
