@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -57,7 +58,7 @@ from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed
 
-__all__ = ["EXPERIMENT", "PLACEBO_SENTENCE", "MethodResult", "measurements", "run"]
+__all__ = ["EXPERIMENT", "PLACEBO_SENTENCE", "MethodResult", "RunData", "load_data", "measurements", "run", "train_arm"]
 
 PLACEBO_SENTENCE = "Be mindful to write your answer in clear and simple words."
 
@@ -98,26 +99,50 @@ def _load(config: BiasFreeConfig, device: torch.device):  # noqa: ANN202
                            device=str(device))  # fmt: skip
 
 
-def _items(config: BiasFreeConfig) -> list[BBQItem]:
-    if config.data is None:
-        return generate_items(config.n_per_category, seed=derive_seed(config.seed, "items"))
-    from iclr26.biasfree.data import load_bbq
+@dataclass(frozen=True)
+class RunData:
+    """The items and training pairs of a run, and how many the sources held (the record keeps the counts).
 
+    Attributes:
+        items: the evaluation items, ``n_per_category`` per category.
+        pairs: the training pairs.
+        items_loaded: category -> items the source holds (the generator's pool, or the official files' labelled
+            ambiguous items).
+        pairs_loaded: pairs in the training source.
+        pairs_skipped: pairs of the source skipped (``chosen`` equal to ``rejected``).
+    """
+
+    items: list[BBQItem]
+    pairs: list[PreferencePair]
+    items_loaded: dict[str, int]
+    pairs_loaded: int
+    pairs_skipped: int
+
+
+def load_data(config: BiasFreeConfig) -> RunData:
+    """Step 1's items (drawn per category) and the training pairs, from the generators or the official files."""
     rng = np.random.default_rng(derive_seed(config.seed, "items"))
-    items = load_bbq(config.data)
-    out = []
-    for category in sorted({it.category for it in items}):
-        pool = [it for it in items if it.category == category]
-        out.extend(pool[i] for i in sorted(rng.choice(len(pool), config.n_per_category, replace=False)))
-    return out
+    if config.data is None:
+        items = generate_items(config.n_per_category, seed=derive_seed(config.seed, "items"))
+        loaded = dict(Counter(it.category for it in generate_items(72, seed=0)))
+    else:
+        from iclr26.biasfree.data import load_bbq
 
-
-def _pairs(config: BiasFreeConfig) -> list[PreferencePair]:
+        pool_all = load_bbq(config.data)
+        loaded = dict(Counter(it.category for it in pool_all))
+        items = []
+        for category in sorted(loaded):
+            pool = [it for it in pool_all if it.category == category]
+            items.extend(pool[i] for i in sorted(rng.choice(len(pool), config.n_per_category, replace=False)))
     if config.train_data is None:
-        return generate_pairs()
-    from iclr26.biasfree.data import load_dpo
+        pairs = generate_pairs()
+        return RunData(items, pairs, loaded, len(pairs), 0)
+    from iclr26.biasfree.data import read_dpo
 
-    return load_dpo(config.train_data)
+    with warnings.catch_warnings():  # the config check warned already; the record counts what was skipped
+        warnings.simplefilter("ignore")
+        dpo = read_dpo(config.train_data)
+    return RunData(items, dpo.pairs, loaded, dpo.n_items, len(dpo.skipped))
 
 
 def _is_gender(pair: PreferencePair) -> bool:
@@ -196,7 +221,8 @@ def run(config: BiasFreeConfig, ctx: RunContext) -> Outcome:
             f"got {config.train_batch}")  # fmt: skip
     device = ctx.device
     start = time.perf_counter()
-    items, pairs = _items(config), _pairs(config)
+    data = load_data(config)
+    items, pairs = data.items, data.pairs
     order_rng = np.random.default_rng(derive_seed(config.seed, "orders"))
     orders = [option_order(it, order_rng) for it in items]
     timings: dict[str, float] = {}
@@ -237,8 +263,8 @@ def run(config: BiasFreeConfig, ctx: RunContext) -> Outcome:
     measured = measurements(config, items, results)
     analysis = analyse(measured, config)
     _plot(ctx, analysis)
-    return Outcome.of(verdict(measured, config), metrics=_metrics(config, items, results, base_cap, analysis),
-                      timings=timings)  # fmt: skip
+    metrics = {**_metrics(config, items, results, base_cap, analysis), "data": _data_metrics(config, data)}
+    return Outcome.of(verdict(measured, config), metrics=metrics, timings=timings)
 
 
 def measurements(config: BiasFreeConfig, items: list[BBQItem], results: dict[str, MethodResult]) -> Measurements:
@@ -292,8 +318,26 @@ def _metrics(config: BiasFreeConfig, items: list[BBQItem], results: dict[str, Me
                          for it, resp, lab in list(zip(items, r.responses, r.labels, strict=True))[: config.n_examples]]
                      for m, r in results.items()},
         "findings": findings,
+        "answers_changed": {m: {"labels": sum(a != b for a, b in zip(r.labels, results["vanilla"].labels, strict=True)),
+                                "texts": sum(a != b for a, b in zip(r.responses, results["vanilla"].responses,
+                                                                    strict=True))}
+                            for m, r in results.items() if r.train is not None},
         "n_items": len(items),
     }  # fmt: skip
+
+
+def _data_metrics(config: BiasFreeConfig, data: RunData) -> dict[str, Any]:
+    """Where the items and pairs came from and how many the sources held, were used and were skipped."""
+    return {
+        "items_source": "generated" if config.data is None else str(config.data),
+        "items_loaded": data.items_loaded,
+        "items_used": len(data.items),
+        "pairs_source": "generated" if config.train_data is None else str(config.train_data),
+        "pairs_loaded": data.pairs_loaded,
+        "pairs_skipped": data.pairs_skipped,
+        "pairs_used": len(data.pairs),
+        "gender_pairs": sum(_is_gender(p) for p in data.pairs),
+    }
 
 
 def _plot(ctx: RunContext, analysis: Analysis) -> None:

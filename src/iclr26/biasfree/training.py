@@ -64,11 +64,28 @@ __all__ = [
     "dpo_loss",
     "dpo_shard_backward",
     "dpo_step",
+    "lora_targets",
     "negate_task_vector",
     "reference_logprobs",
     "train_pairs",
     "training_prompt",
 ]
+
+
+def lora_targets(lm: PretrainedLM) -> list[str]:
+    """The names of every linear layer of ``lm``'s network except its output head (LLaMA-Factory's
+    ``lora_target: all``): for a Llama, ``q/k/v/o_proj`` and ``gate/up/down_proj``; for any other causal LM whatever
+    its linear layers are called.
+
+    Raises:
+        ValueError: if the network has no linear layer besides its head.
+    """
+    head = lm.model.get_output_embeddings() if hasattr(lm.model, "get_output_embeddings") else None
+    names = sorted({name.rsplit(".", 1)[-1] for name, mod in lm.model.named_modules()
+                    if isinstance(mod, torch.nn.Linear) and mod is not head and name})  # fmt: skip
+    if not names:
+        raise ValueError(f"lm: {lm.source.name} has no linear layer to attach LoRA adapters to")
+    return names
 
 
 def training_prompt(prompt: str) -> list[dict[str, str]]:
@@ -273,7 +290,7 @@ def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
     rng = np.random.default_rng(seed)
     if world.is_distributed and batch_size % world.size:
         raise ValueError(f"batch_size={batch_size} must be a multiple of the {world.size} ranks under torchrun")
-    add_lora(lm, r=lora_r, alpha=lora_alpha, seed=seed)
+    add_lora(lm, r=lora_r, alpha=lora_alpha, seed=seed, target_modules=lora_targets(lm))
     if world.is_distributed:
         distribute(lm, mode="ddp")
     params = [p for p in lm.model.parameters() if p.requires_grad]

@@ -9,6 +9,10 @@ resampled items enter every method) and its one-sided ``confidence`` bound. The 
 (c) the control fails: the placebo prompt's gain over vanilla does **not** have a lower bound above 0;
 (d) the judge classified enough: every method's unrelated share is at most ``max_unclassified``.
 
+Gates (else ``inconclusive``): each training arm (SFT, DPO, Task Vector) changed the judged answer of at least
+``min_changed_share`` of the items from the base model's vanilla answer (all of them answer the vanilla prompt). An
+arm that did not move the model is the base model, and comparing it says nothing about training.
+
 The other findings (each prompt and arm vs vanilla, CoT best, gender-only DPO on the other categories) are reported
 with their intervals, outside the verdict. :func:`analyse` draws every interval from one generator seeded by the
 config's seed, in a fixed order, so the record's intervals and the verdict's agree.
@@ -27,9 +31,19 @@ from iclr26.biasfree.config import BiasFreeConfig
 from iclr26.biasfree.score import BootstrapInterval, bootstrap_bfs, paired_bootstrap
 from iclr26.common.config import threshold
 from iclr26.common.seeding import derive_seed
-from iclr26.common.verdict import Verdict
+from iclr26.common.verdict import Gate, Verdict
 
-__all__ = ["GENDER", "PROMPTING", "TRAINING", "Analysis", "Measurements", "analyse", "interval_record", "verdict"]
+__all__ = [
+    "GENDER",
+    "PROMPTING",
+    "TRAINING",
+    "Analysis",
+    "Measurements",
+    "analyse",
+    "changed_answers",
+    "interval_record",
+    "verdict",
+]
 
 PROMPTING = ("self_aware", "cot", "self_reflection", "self_help")
 TRAINING = ("sft", "dpo", "task_vector")
@@ -119,12 +133,29 @@ def analyse(m: Measurements, config: BiasFreeConfig) -> Analysis:
     return Analysis(overall, headline, dpo_sft, placebo, findings, unclassified)
 
 
+def changed_answers(m: Measurements, arm: str) -> int:
+    """Items whose judged label ``arm`` changed from the base model's vanilla answer."""
+    return sum(a != b for a, b in zip(m.labels[arm], m.labels["vanilla"], strict=True))
+
+
+def _gates(m: Measurements, config: BiasFreeConfig) -> list[Gate]:
+    n = len(m.categories)
+    gates = []
+    for arm in TRAINING:
+        changed = changed_answers(m, arm) if arm in m.labels else 0
+        detail = {"changed": changed, "items": n, "share": changed / n, "min_share": config.min_changed_share}
+        gates.append(Gate(f"{arm}_changed_answers", arm in m.labels and changed / n >= config.min_changed_share,
+                          detail))  # fmt: skip
+    return gates
+
+
 def _describe(iv: BootstrapInterval) -> str:
     return f"{iv.estimate:+.1f} [{iv.low:+.1f}, {iv.high:+.1f}]" if math.isfinite(iv.estimate) else "n/a"
 
 
 def verdict(m: Measurements, config: BiasFreeConfig) -> Verdict:
-    """Held when (a)-(d) of the module docstring all hold."""
+    """Held when (a)-(d) of the module docstring all hold; inconclusive when a training arm did not move the
+    model."""
     a = analyse(m, config)
     prompting_wins = _finite(a.headline.lower) is not None and a.headline.lower > config.prompting_margin
     dpo_not_worse = _finite(a.dpo_sft.lower) is not None and a.dpo_sft.lower > -config.dpo_sft_margin
@@ -143,7 +174,14 @@ def verdict(m: Measurements, config: BiasFreeConfig) -> Verdict:
         "test": "paired percentile bootstrap over items (same resampled items for every method)",
         "thresholds": {
             n: threshold(config, n)
-            for n in ("prompting_margin", "dpo_sft_margin", "max_unclassified", "confidence", "n_boot")
+            for n in (
+                "prompting_margin",
+                "dpo_sft_margin",
+                "max_unclassified",
+                "confidence",
+                "n_boot",
+                "min_changed_share",
+            )
         },
     }
     failed = [name for name, ok in (("prompting > training", prompting_wins), ("DPO >= SFT", dpo_not_worse),
@@ -155,11 +193,13 @@ def verdict(m: Measurements, config: BiasFreeConfig) -> Verdict:
     measurement = (
         f"{len(m.categories)} items, {m.model}: BFS {scores}; prompting - training {_describe(a.headline)}; "
         f"DPO - SFT {_describe(a.dpo_sft)}; placebo - vanilla {_describe(a.placebo)}; largest unrelated share "
-        f"{max(a.unclassified.values()):.0%}" + (f"; failed: {', '.join(failed)}" if failed else "")
+        f"{max(a.unclassified.values()):.0%}; answers changed from vanilla: "
+        + ", ".join(f"{k} {changed_answers(m, k)}/{len(m.categories)}" for k in TRAINING if k in m.labels)
+        + (f"; failed: {', '.join(failed)}" if failed else "")
     )
     notes = (
         "BFS as the official showres.py: (anti + unknown) / (anti + biased + unknown) x 100; brackets are 95% "
         "two-sided paired item-bootstrap intervals; each verdict part uses the one-sided "
         f"{config.confidence:.0%} bound. Judge: deterministic string/option matching (judge.py)."
     )
-    return Verdict.decide([], held=bool(held), evidence=evidence, measurement=measurement, notes=notes)
+    return Verdict.decide(_gates(m, config), held=bool(held), evidence=evidence, measurement=measurement, notes=notes)
