@@ -64,3 +64,39 @@ def test_smoke_run(smoke):
     assert set(metrics["train"]) == {"sft", "dpo", "dpo_gender", "task_vector"}
     assert record["units"][:2] == ["prompt-vanilla", "prompt-placebo"]
     assert "bfs.png" in record["plots"]
+
+
+DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_model_answers_and_is_probed_on_the_configured_device(device, monkeypatch):
+    # the base model's prompting, a trained arm's answers and its capability probe run on config.device
+    from iclr26.common.pretrained import PretrainedLM
+
+    seen = []
+    generate, choice = PretrainedLM.generate, PretrainedLM.choice_logprobs
+
+    def spy_generate(self, *args, **kw):
+        seen.append(("generate", self.device.type, next(self.model.parameters()).device.type))
+        return generate(self, *args, **kw)
+
+    def spy_choice(self, *args, **kw):
+        seen.append(("probe", self.device.type, next(self.model.parameters()).device.type))
+        return choice(self, *args, **kw)
+
+    monkeypatch.setattr(PretrainedLM, "generate", spy_generate)
+    monkeypatch.setattr(PretrainedLM, "choice_logprobs", spy_choice)
+    config = dataclasses.replace(BiasFreeConfig.preset("smoke"), device=device)
+    dev = torch.device(device)
+    items = generate_items(1, seed=0)[:2]
+    orders = [option_order(it, np.random.default_rng(0)) for it in items]
+    data = experiment.load_data(config)
+    experiment.train_arm(config, "task_vector", items, orders, data.pairs[:4], SINGLE, dev)
+    assert {s[0] for s in seen} == {"generate", "probe"} and {s[1:] for s in seen} == {(device, device)}
+
+
+def test_the_gpu_slice_is_a_ninth_of_the_preset():
+    gpu = BiasFreeConfig.preset("gpu")
+    part = dataclasses.replace(gpu, **BiasFreeConfig.GPU_SLICE)
+    assert gpu.work() / part.work() == pytest.approx(9, rel=0.02)

@@ -92,7 +92,9 @@ def _load(config: BiasFreeConfig, device: torch.device):  # noqa: ANN202
     if config.model == "tiny-random":
         from iclr26.biasfree.tiny import tiny_random_lm
 
-        return tiny_random_lm(seed=config.seed)
+        lm = tiny_random_lm(seed=config.seed)
+        lm.model.to(device)
+        return lm
     from iclr26.common.pretrained import load_pretrained
 
     return load_pretrained(None if config.model == "smollm2" else config.model, dtype=config.dtype,
