@@ -125,9 +125,11 @@ def cli():
 
 
 @pytest.fixture(scope="session")
-def smoke_cache(tmp_path_factory) -> Path:
-    """A folder shared by every pytest-xdist worker of this session, for the plain smoke records."""
-    return tmp_path_factory.getbasetemp().parent / "shared-smoke"
+def smoke_cache(tmp_path_factory, worker_id) -> Path:
+    """A folder of this test session shared by its pytest-xdist workers, for the plain smoke records (a worker's
+    base folder lies inside the session's; without xdist the session's own base folder is used)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base if worker_id == "master" else base.parent) / "shared-smoke"
 
 
 def shared_smoke_record(module: str, cache: Path) -> tuple[dict[str, Any], Path]:
