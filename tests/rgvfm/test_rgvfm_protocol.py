@@ -13,10 +13,12 @@ import torch
 from iclr26.common.config import ConfigError
 from iclr26.common.experiment import UNITS_DIR, RunContext
 from iclr26.rgvfm import EndpointFlow, Euclidean, Lorentz, Sphere, TimeMLP, VelocityFlow, build_flow, make_prior
-from iclr26.rgvfm.experiment import RGVFMConfig, checkpoint_steps, run, verdict
+from iclr26.rgvfm.config import RGVFMConfig
+from iclr26.rgvfm.experiment import checkpoint_steps, run
 from iclr26.rgvfm.flows import DEFAULT_NOISE_SCALE, FlowMatcher
 from iclr26.rgvfm.metrics import checkerboard_coverage, official_unwrap
 from iclr26.rgvfm.training import FlowTrainer, default_fused, train_flow
+from iclr26.rgvfm.verdict import Measurements, verdict
 
 F64 = torch.float64
 
@@ -273,19 +275,6 @@ def test_fused_adam_equals_the_loop_implementation():
 # --- the verdict: two parts, each a paired Student-t test over seeds --------------------------------------------------
 
 
-def fake_results(coverages: dict[str, list[float]]) -> dict:
-    def summary(values):
-        mean = sum(values) / len(values)
-        return {
-            "coverage": {"mean": mean, "std": 0.0, "per_seed": values},
-            "coverage_projected": {"mean": mean, "std": 0.0, "per_seed": values},
-            "dist_to_manifold": {"mean": 0.01, "std": 0.0, "per_seed": [0.01] * len(values)},
-            "alt_coverage": {},
-        }
-
-    return {"sphere_checkerboard": {k: summary(v) for k, v in coverages.items()}}
-
-
 T95_4 = 2.131847  # Student t, 4 degrees of freedom: 0.95 quantile (one-sided bound)
 T975_4 = 2.776445  # 0.975 quantile (two-sided 95 % interval)
 
@@ -297,7 +286,8 @@ def test_verdict_two_parts_hand_computed():
         "cfm": [65, 64, 66, 60, 60],
         "vfm": [79, 78, 80, 81, 83],
     }
-    held, evidence, measurement = verdict(RGVFMConfig(), fake_results(clear))
+    v = verdict(Measurements(clear), RGVFMConfig())
+    held, evidence, measurement = v.status == "held", v.evidence, v.measurement
     p1, p2 = evidence["part1_rgvfm_vs_rfm"], evidence["part2_rgvfm_vs_best_euclidean"]
     # part 1: diffs (18, 17, 16, 21, 18), mean 18, squared deviations 0+1+4+9+0 = 14, sd √3.5, se √3.5/√5
     se1 = math.sqrt(3.5 / 5)
@@ -323,21 +313,22 @@ def test_verdict_parts_fail_separately():
         "cfm": [60] * 5,
         "vfm": [b - d for b, d in zip(base, [5, -4, 6, -3, 1], strict=True)],
     }
-    held, evidence, measurement = verdict(RGVFMConfig(), fake_results(cov))
+    v = verdict(Measurements(cov), RGVFMConfig())
+    held, evidence, measurement = v.status == "held", v.evidence, v.measurement
     assert evidence["part1_rgvfm_vs_rfm"]["passes"] and not evidence["part2_rgvfm_vs_best_euclidean"]["passes"]
     assert not held and "does not hold" in measurement
     # CFM ahead on average makes CFM the Euclidean baseline of part 2
     cfm_ahead = {**cov, "cfm": [90] * 5}
     assert (
-        verdict(RGVFMConfig(), fake_results(cfm_ahead)).evidence["part2_rgvfm_vs_best_euclidean"]["baseline"] == "cfm"
+        verdict(Measurements(cfm_ahead), RGVFMConfig()).evidence["part2_rgvfm_vs_best_euclidean"]["baseline"] == "cfm"
     )
     # zero spread: the lower bound is the mean; a gap of 0.9 in every seed is below min_margin = 1
     tied = {"rgvfm": [80.9] * 5, "rfm": [60.0] * 5, "cfm": [60.0] * 5, "vfm": [80.0] * 5}
-    part2 = verdict(RGVFMConfig(), fake_results(tied)).evidence["part2_rgvfm_vs_best_euclidean"]
+    part2 = verdict(Measurements(tied), RGVFMConfig()).evidence["part2_rgvfm_vs_best_euclidean"]
     assert math.isclose(part2["lower"], 0.9, rel_tol=1e-9) and not part2["passes"]
     # one seed: no interval, nothing passes
     one = {k: v[:1] for k, v in cov.items()}
-    part1 = verdict(RGVFMConfig(seeds=1), fake_results(one)).evidence["part1_rgvfm_vs_rfm"]
+    part1 = verdict(Measurements(one), RGVFMConfig(seeds=1)).evidence["part1_rgvfm_vs_rfm"]
     assert part1["ci95"] is None and not part1["passes"]
 
 
@@ -375,7 +366,7 @@ def test_ema_option_changes_the_evaluated_weights(tmp_path):
     b = ema.metrics["results"]["sphere_checkerboard"]["rgvfm"]
     assert a["train_loss"] == b["train_loss"]  # the same training trajectory
     assert a["endpoint_d2"] != b["endpoint_d2"]  # evaluated with other weights
-    assert ema.evidence == {"evaluated": False} and plain.evidence == {"evaluated": False}
+    assert not ema.evidence["evaluated"] and not plain.evidence["evaluated"]
 
 
 @pytest.mark.parametrize("ema_decay", [0.0, 0.9])

@@ -62,7 +62,7 @@ from iclr26.rgvfm.objectives import (
 )
 
 Network = Callable[[Tensor, Tensor], Tensor]
-"""f_θ(x, t): (B, D) points, (B, 1) times → (B, D) raw outputs (e.g. ``network.TimeMLP``)."""
+"""f_θ(x, t): (B, D) points, (B, 1) times → (B, D) raw outputs (e.g. ``model.TimeMLP``)."""
 
 DEFAULT_NOISE_SCALE = 0.1
 """σ of the input noise of the reproduced method (official ``--noise_scale`` 1e-1, ``scripts/main_sphere.py``)."""
