@@ -61,6 +61,7 @@ def test_run_on_a_user_data_file(tmp_path):
         curve_eval=20,
         sample_steps=3,
         c2st_k=3,
+        compile_network=False,
         data=tmp_path / "pts.npy",
     )
     ctx = RunContext(out_dir=tmp_path, seed=0, quiet=True)
@@ -79,11 +80,11 @@ def test_smoke_run_through_the_cli(smoke):
     results = record["metrics"]["results"]
     assert set(results) == {"sphere_checkerboard", "hyperboloid_checkerboard"}
     for board in results.values():
-        assert set(board) == {"cfm", "vfm", "rgvfm_ambient", "rfm", "rgvfm"}
+        assert set(board) == {"cfm", "vfm", "rgvfm_ambient", "rfm", "rgvfm", "rgvfm_shuffled_t"}
         for key, model in board.items():
             assert 0 <= model["coverage"]["mean"] <= 100
             assert 0 <= model["c2st"]["mean"] <= 1
-            if key in ("rfm", "rgvfm"):  # intrinsic samples lie on the manifold
+            if key in ("rfm", "rgvfm", "rgvfm_shuffled_t"):  # intrinsic samples lie on the manifold
                 assert model["dist_to_manifold"]["mean"] < 1e-4
                 assert "jacobi_gap" in model
     # the Jacobi gap has the sign of the curvature: |log μ - log x1|² ≥ d² on S², ≤ on H²
@@ -107,7 +108,8 @@ def test_smoke_run_through_the_cli(smoke):
         for key, model in board.items():
             assert model["coverage"]["per_seed"] == model["coverage_raw"]["per_seed"], key
             assert 0 <= model["coverage_projected"]["mean"] <= 100
-            expected = {"last_weights", "unclipped"} if key in ("vfm", "rgvfm_ambient", "rgvfm") else {"last_weights"}
+            endpoint = ("vfm", "rgvfm_ambient", "rgvfm", "rgvfm_shuffled_t")
+            expected = {"last_weights", "unclipped"} if key in endpoint else {"last_weights"}
             assert set(model["alt_coverage"]) == expected, key
     # the convergence curve: the same checkpoints for every arm, one coverage per seed and checkpoint
     for board in results.values():

@@ -30,10 +30,10 @@ def test_defaults_are_the_official_protocol_and_the_old_one_is_an_option():
     # official scripts/main_sphere.py: batch 1024, lr 1e-3, best-epoch model, 10,000 samples from p0, noise 0.1
     assert (c.batch_size, c.lr, c.checkpoint, c.n_eval, c.noise_scale) == (1024, 1e-3, "best_loss", 10_000, 0.1)
     assert (c.velocity_clip, c.coverage_samples, c.ema_decay) == ("official", "raw", 0.0)
-    assert c.seeds >= 5 and set(c.models) == {"cfm", "vfm", "rfm", "rgvfm"}
+    assert c.seeds >= 5 and set(c.models) == {"vfm", "rfm", "rgvfm", "rgvfm_shuffled_t"}
     gpu = RGVFMConfig.preset("gpu")
     assert (gpu.steps, gpu.batch_size, gpu.lr, gpu.n_eval) == (30_000, 1024, 1e-3, 10_000)
-    assert len(gpu.models) == 5 and gpu.seeds >= 5
+    assert len(gpu.models) == 6 and gpu.seeds >= 5  # the paper's five and the control
     old = dataclasses.replace(c, **RGVFMConfig.PACKAGE_PROTOCOL)  # a valid config
     assert (old.steps, old.batch_size, old.lr, old.checkpoint) == (5000, 256, 3e-3, "last")
     assert (old.velocity_clip, old.coverage_samples, old.n_eval) == ("none", "projected", 2000)
@@ -285,6 +285,7 @@ def test_verdict_two_parts_hand_computed():
         "rfm": [66, 68, 67, 65, 66],
         "cfm": [65, 64, 66, 60, 60],
         "vfm": [79, 78, 80, 81, 83],
+        "rgvfm_shuffled_t": [40, 42, 38, 41, 39],  # the negative control, far below RFM: the gate passes
     }
     v = verdict(Measurements(clear), RGVFMConfig())
     held, evidence, measurement = v.status == "held", v.evidence, v.measurement
@@ -338,7 +339,7 @@ def test_verdict_parts_fail_separately():
 def tiny_config(**changes) -> RGVFMConfig:
     base = {
         "models": ("rgvfm",), "seeds": 1, "steps": 8, "batch_size": 32, "n_train": 200, "n_eval": 60, "n_metric": 60,
-        "curve_points": 2, "curve_eval": 50, "sample_steps": 4, "c2st_k": 3,
+        "curve_points": 2, "curve_eval": 50, "sample_steps": 4, "c2st_k": 3, "compile_network": False,
     }  # fmt: skip
     return RGVFMConfig(**{**base, **changes})
 

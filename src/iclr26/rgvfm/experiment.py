@@ -135,7 +135,8 @@ def checkpoint_steps(config: RGVFMConfig) -> list[int]:
 
 def make_flow(config: RGVFMConfig, benchmark: str, key: str, seed: int, device: torch.device) -> tuple:
     """(network, flow, prior) of model ``key``, with the seed's initial weights (drawn on the CPU, the same for every
-    model of the seed) on ``device``."""
+    model of the seed) on ``device``; the flow calls the network through ``torch.compile`` when
+    ``compile_network`` is set (one compilation per process, shared by every model)."""
     manifold = manifold_of(benchmark)
     spec = FLOW_SPECS[key]
     torch.manual_seed(derive_seed(seed, "init"))  # identical initial weights for every model of this seed
@@ -143,7 +144,7 @@ def make_flow(config: RGVFMConfig, benchmark: str, key: str, seed: int, device: 
     flow = build_flow(
         key,
         manifold,
-        network,
+        torch.compile(network) if config.compile_network else network,  # shares the module's parameters
         noise_scale=config.noise_scale,
         time_clip="official" if config.velocity_clip == "official" else None,
     )
@@ -418,8 +419,9 @@ def benchmark_summary(config: RGVFMConfig, benchmark: str, runs: dict[str, list[
     return summary
 
 
-def measurements(results: dict[str, dict[str, Any]]) -> Measurements:
-    """The per-seed S² coverages the verdict rests on, and the secondary numbers it reports."""
+def measurements(config: RGVFMConfig, results: dict[str, dict[str, Any]]) -> Measurements:
+    """The per-seed S² coverages the verdict rests on, their curves over the checkpoints, and the secondary numbers
+    it reports."""
     sphere = results.get("sphere_checkerboard", {})
     secondary: dict[str, Any] = {}
     if sphere:
@@ -437,7 +439,12 @@ def measurements(results: dict[str, dict[str, Any]]) -> Measurements:
         secondary["h2_coverage_mean_pct"] = {
             k: v["coverage"]["mean"] for k, v in results["hyperboloid_checkerboard"].items()
         }
-    return Measurements({k: v["coverage"]["per_seed"] for k, v in sphere.items()}, secondary)
+    return Measurements(
+        coverage={k: v["coverage"]["per_seed"] for k, v in sphere.items()},
+        secondary=secondary,
+        curve_steps=checkpoint_steps(config),
+        curve={k: v["coverage_curve"]["per_seed"] for k, v in sphere.items()},
+    )
 
 
 def run(config: RGVFMConfig, ctx: RunContext) -> Outcome:
@@ -455,7 +462,7 @@ def run(config: RGVFMConfig, ctx: RunContext) -> Outcome:
     if any(b.endswith("checkerboard") for b in results):
         plot_coverage(ctx, results)
         plot_convergence(ctx, config, curves)
-    check = verdict(measurements(results), config)
+    check = verdict(measurements(config, results), config)
     notes = (
         f"Protocol: {config.steps} steps x batch {config.batch_size}, lr {config.lr:g}, checkpoint "
         f"{config.checkpoint}, velocity clip {config.velocity_clip}, coverage on {config.coverage_samples} extrinsic "
@@ -544,7 +551,7 @@ def plot_coverage(ctx: RunContext, results: dict[str, dict[str, Any]]) -> None:
         ax.bar(xs, means, width, yerr=stds, label=board.replace("_checkerboard", ""), capsize=2)
     ax.scatter(
         range(len(keys)),
-        [PAPER_SPHERE_COVERAGE[k] for k in keys],
+        [PAPER_SPHERE_COVERAGE.get(k, np.nan) for k in keys],
         marker="_",
         s=300,
         color="k",
@@ -575,7 +582,7 @@ def plot_convergence(ctx: RunContext, config: RGVFMConfig, curves: dict[str, dic
             label = FLOW_SPECS[key].label.replace("^D", "3")
             ax.plot(steps, mean, marker="o", ms=3, color=f"C{i}", label=label)
             ax.fill_between(steps, mean - std, mean + std, color=f"C{i}", alpha=0.15)
-            if board == "sphere_checkerboard":
+            if board == "sphere_checkerboard" and key in PAPER_SPHERE_COVERAGE:
                 ax.axhline(PAPER_SPHERE_COVERAGE[key], color=f"C{i}", ls="--", lw=0.7)
         ax.set_xlabel(f"training step (batch {config.batch_size})")
         ax.set_ylabel("coverage (%)")
