@@ -384,7 +384,7 @@ def _grouped_mm_works(device: torch.device, dtype: torch.dtype) -> bool:
     if not hasattr(F, "grouped_mm"):
         return False
     try:
-        with torch.autocast(device.type, enabled=False):
+        with torch.enable_grad(), torch.autocast(device.type, enabled=False):  # also when first met under no_grad
             a = torch.randn(32, 16, device=device, dtype=dtype, requires_grad=True)
             b = torch.randn(2, 16, 16, device=device, dtype=dtype, requires_grad=True)
             offs = torch.tensor([8, 32], device=device, dtype=torch.int32)
