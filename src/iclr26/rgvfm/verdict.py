@@ -44,13 +44,11 @@ class Measurements:
     Attributes:
         coverage: model -> final coverage (%) per seed (seed order; paired across models); empty when the S²
             checkerboard was not run.
-        secondary: numbers reported beside the verdict and not judged (plain JSON-able values).
         curve_steps: the checkpoints of the coverage curve (the last is the fixed budget).
         curve: model -> per seed -> coverage (%) at each checkpoint (on fewer samples than the final coverage).
     """
 
     coverage: dict[str, list[float]]
-    secondary: dict[str, Any] = dataclasses.field(default_factory=dict)
     curve_steps: list[int] = dataclasses.field(default_factory=list)
     curve: dict[str, list[list[float]]] = dataclasses.field(default_factory=dict)
 
@@ -158,12 +156,13 @@ def verdict(m: Measurements, config: RGVFMConfig) -> Verdict:
     """Claim check on the S² checkerboard (module docstring).
 
     Args:
-        m: the per-seed coverages, their curves over the checkpoints and the secondary numbers to report.
+        m: the per-seed coverages and their curves over the checkpoints.
         config: ``min_margin``, ``confidence`` and the protocol (for the evidence and the report line).
 
     Returns:
-        The :class:`~iclr26.common.verdict.Verdict`; not held (with ``evidence["evaluated"]`` False) when the S²
-        checkerboard or one of RG-VFM-M, RFM, CFM, VFM was not run.
+        The :class:`~iclr26.common.verdict.Verdict` (the two parts, the gate, the verdict at every checkpoint in
+        ``evidence["budget_sensitivity"]``); not held (with ``evidence["evaluated"]`` False) when the S²
+        checkerboard, RG-VFM-M, RFM or both Euclidean arms were not run.
     """
     if not evaluable(m.coverage):
         return Verdict.decide(
@@ -174,26 +173,17 @@ def verdict(m: Measurements, config: RGVFMConfig) -> Verdict:
     means = {k: statistics.fmean(v) for k, v in cov.items()}
     vs_rfm, vs_euclid = both_parts(cov, "rgvfm", config)
     best_euclid = vs_euclid.baseline
-    other_euclid = "cfm" if best_euclid == "vfm" else "vfm"
-    kw = {"margin": config.min_margin, "confidence": config.confidence}
     gate = placebo_gate(cov, config)
-    secondary = dict(m.secondary)
-    if other_euclid in cov:
-        other = paired_part(cov["rgvfm"], cov[other_euclid], other_euclid, **kw)
-        secondary["vs_other_euclidean"] = dataclasses.asdict(other)
     evidence = {
         "evaluated": True,
         "coverage_mean_pct": means,
         "part1_rgvfm_vs_rfm": dataclasses.asdict(vs_rfm),
         "part2_rgvfm_vs_best_euclidean": dataclasses.asdict(vs_euclid),
-        "budget_sensitivity": budget_sensitivity(m, config),
-        "paper_coverage_pct": PAPER_SPHERE_COVERAGE,
-        "seeds": len(cov["rgvfm"]),
-        "protocol": {
-            name: getattr(config, name)
-            for name in ("steps", "batch_size", "lr", "checkpoint", "velocity_clip", "coverage_samples", "ema_decay")
+        "budget_sensitivity": {
+            str(row["step"]): f"{row['verdict']}: part 1 {row['part1_mean']:+.1f}, part 2 {row['part2_mean']:+.1f}"
+            for row in budget_sensitivity(m, config)
         },
-        "secondary": secondary,
+        "seeds": len(cov["rgvfm"]),
         "thresholds": {name: threshold(config, name) for name in ("min_margin", "confidence")},
     }
     order = ", ".join(f"{_label(k)} {means[k]:.1f}" for k in cov)
