@@ -292,9 +292,9 @@ def test_verdict_two_parts_hand_computed():
     p1, p2 = evidence["part1_rgvfm_vs_rfm"], evidence["part2_rgvfm_vs_best_euclidean"]
     # part 1: diffs (18, 17, 16, 21, 18), mean 18, squared deviations 0+1+4+9+0 = 14, sd √3.5, se √3.5/√5
     se1 = math.sqrt(3.5 / 5)
-    assert p1["diffs"] == [18, 17, 16, 21, 18] and math.isclose(p1["mean"], 18.0)
+    assert math.isclose(p1["mean"], 18.0)
     assert math.isclose(p1["lower"], 18 - T95_4 * se1, rel_tol=1e-6)
-    assert math.isclose(p1["ci95"][0], 18 - T975_4 * se1, rel_tol=1e-6)
+    assert math.isclose(p1["ci95_low"], 18 - T975_4 * se1, rel_tol=1e-6)
     assert p1["passes"] and p1["wins"] == 5
     # part 2: VFM has the higher mean (80.2 > 63), diffs (5, 7, 3, 5, 1), mean 4.2, squared deviations 20.8, sd √5.2
     se2 = math.sqrt(5.2 / 5)
@@ -329,7 +329,7 @@ def test_verdict_parts_fail_separately():
     # one seed: no interval, nothing passes
     one = {k: v[:1] for k, v in cov.items()}
     part1 = verdict(Measurements(one), RGVFMConfig(seeds=1)).evidence["part1_rgvfm_vs_rfm"]
-    assert part1["ci95"] is None and not part1["passes"]
+    assert part1["ci95_low"] is None and not part1["passes"]
 
 
 # --- units: one per (model, seed, checkpoint); a killed run loses at most one segment ---------------------------------
