@@ -108,19 +108,23 @@ def test_smoke_run_writes_a_record(smoke) -> None:
     cosine = m["lm_final_val_loss_by_lr"]["cosine"]
     spread = pooled_seed_std({float(lr): v for lr, v in cosine.items()})
     assert ev["lm_loss_tolerance"] == pytest.approx(2.0 * spread, rel=1e-12)
-    lm_held = abs(ev["lm_loss_gap"]) <= ev["lm_loss_tolerance"] < abs(ev["lm_naive_gap"])
+    separated = ev["lm_naive_gap"] > ev["lm_loss_tolerance"]
+    assert ev["gates"]["naive_ramp_separated"]["passed"] == separated
+    within = abs(ev["lm_loss_gap"]) <= ev["lm_loss_tolerance"]
     g = ev["theory_gaps"]
     assert set(g) == {"sgd_ramp", "sgd_mixed", "nsgd_seesaw", "nsgd_naive"}
     # Smoke: the shortest Seesaw phase has 128 / 16 = 8 steps, so no β2 (horizons 10 and 1000) is in the regime.
-    assert ev["adam_beta2_in_claim_regime"] == {"0.9": False, "0.999": False}
-    assert m["theory_held"] is False and m["lm_held"] == lm_held
-    assert record["claim_held"] == "not held"
+    assert m["theory_adam_in_claim_regime"] == {"0.9": False, "0.999": False} and ev["adam_gaps_in_claim_regime"] == {}
+    assert m["theory_held"] is False and m["lm_held"] == (within and separated)
+    failed = [name for name, gate in ev["gates"].items() if not gate["passed"]]
+    assert record["claim_held"] == ("inconclusive" if failed else "not held")
+    assert record["failed_gates"] == failed
     # The gaps are the phase-end risks' largest relative distance to LR decay, recomputed from the record.
     theory = m["theory"]
     for family, arm, value in (
         ("sgd", "naive", g["sgd_ramp"]),
         ("nsgd", "seesaw", g["nsgd_seesaw"]),
-        ("adam_b2=0.999", "naive", ev["adam_gaps_by_beta2"]["0.999"]["naive"]),
+        ("adam_b2=0.999", "naive", m["theory_adam_gaps_by_beta2"]["0.999"]["naive"]),
     ):
         a = np.array(theory[family][arm]["phase_end_risk"])
         b = np.array(theory[family]["decay"]["phase_end_risk"])
@@ -163,20 +167,21 @@ def test_pooled_seed_std_hand_computed() -> None:
         pooled_seed_std({1e-3: [1.0]})
 
 
-def test_lm_verdict_needs_seesaw_inside_and_the_naive_control_outside() -> None:
+def test_lm_comparison_measures_seesaw_inside_and_the_naive_control_above_the_tolerance() -> None:
     # Cosine's seed sd is 0.02 at both LRs, so the tolerance is 2 × 0.02 = 0.04; its best LR is 1e-3 (mean 1.00).
     cosine = {1e-3: [1.00, 1.02, 0.98], 2e-3: [1.10, 1.12, 1.08]}
 
-    def verdict(seesaw_mean: float, naive_mean: float) -> dict:
+    def compare(seesaw_mean: float, naive_mean: float) -> dict:
         finals = {"cosine": cosine, "seesaw": {1e-3: [seesaw_mean] * 3}, "naive": {1e-3: [naive_mean] * 3}}
         return lm_comparison(Measurements({}, {}, {}, finals), 2.0)
 
-    v = verdict(1.03, 1.05)
+    v = compare(1.03, 1.05)
     assert v["tolerance"] == pytest.approx(0.04) and v["seesaw_gap"] == pytest.approx(0.03)
-    assert v["held"] and v["seesaw_within"] and v["naive_outside"]
-    assert not verdict(1.03, 1.03)["held"]  # the control within the tolerance: the test cannot tell them apart
-    assert not verdict(1.05, 1.10)["held"]  # Seesaw outside
-    assert verdict(0.97, 0.95)["held"]  # two-sided: |gap| counts
+    assert v["seesaw_within"] and v["naive_outside"]
+    assert not compare(1.03, 1.03)["naive_outside"]  # the control within the tolerance
+    assert not compare(1.05, 1.10)["seesaw_within"]  # Seesaw outside
+    assert compare(0.97, 1.05)["seesaw_within"]  # two-sided for Seesaw: |gap| counts
+    assert not compare(1.0, 0.95)["naive_outside"]  # one-sided for the control: it must lose, not win
 
 
 def test_adam_regime_is_the_beta2_horizon_against_the_shortest_phase() -> None:

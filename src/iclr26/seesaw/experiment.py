@@ -284,9 +284,11 @@ def record_metrics(config: SeesawConfig, theory, runs, m: Measurements, check: V
     return {
         "theory": theory["summary"],
         "theory_gaps": m.theory_gaps,
-        "theory_adam_gaps_by_beta2": ev["adam_gaps_by_beta2"],
-        "theory_adam_in_claim_regime": ev["adam_beta2_in_claim_regime"],
-        "theory_adam_equivalence_by_beta2": ev["adam_equivalence_by_beta2"],
+        "theory_adam_gaps_by_beta2": {repr(b2): v for b2, v in m.adam_gaps.items()},
+        "theory_adam_in_claim_regime": {repr(b2): r for b2, r in m.adam_in_regime.items()},
+        "theory_adam_equivalence_by_beta2": {
+            repr(b2): v["seesaw"] <= config.gap_tolerance < v["naive"] for b2, v in m.adam_gaps.items()
+        },
         "theory_held": ev["theory_held"],
         "lm": ls,
         "lm_loss_tolerance": ev["lm_loss_tolerance"],
@@ -296,10 +298,10 @@ def record_metrics(config: SeesawConfig, theory, runs, m: Measurements, check: V
         "lm_paired_seesaw_minus_cosine": ev["lm_paired_seesaw_minus_cosine"],
         "lm_paired_naive_minus_cosine": ev["lm_paired_naive_minus_cosine"],
         "lm_seesaw_within_tolerance": ev["lm_seesaw_within_tolerance"],
-        "lm_naive_outside_tolerance": ev["lm_naive_outside_tolerance"],
+        "lm_naive_outside_tolerance": ev["gates"]["naive_ramp_separated"]["passed"],
         "lm_step_reduction": 1.0 - ls["seesaw"]["serial_steps"] / ls["cosine"]["serial_steps"],
         "lm_planned_step_reduction": planned,
-        "lm_held": ev["lm_held"],
+        "lm_held": ev["lm_seesaw_within_tolerance"] and ev["gates"]["naive_ramp_separated"]["passed"],
         "lm_n_params": m.lm_n_params,
         "lm_best_lr": best,
         "lm_final_val_loss_by_lr": {arm: {repr(lr): v for lr, v in by_lr.items()} for arm, by_lr in m.lm_final.items()},
