@@ -86,9 +86,10 @@ class SeesawConfig(ExperimentConfig):
         32,
         "model width (~13K non-embedding parameters with one layer: a small model trained for many tokens per "
         "parameter, where the end of training is limited by gradient noise and the LR decay matters; at 0.1M "
-        "parameters and 5 tokens per parameter the naive ramp ended within the match tolerance of cosine, so the LM "
-        "could not tell the rules apart; sized by a pilot of cosine and the naive ramp only, so that the "
-        "naive_ramp_separated gate can pass within the CPU budget)",
+        "parameters and 5 tokens per parameter the naive ramp ended within the match tolerance of cosine. Pilots of "
+        "cosine and the naive ramp only (width 16 or 32, one or two blocks, B0 2 or 4, 1M tokens) found no size "
+        "within the CPU budget where the naive ramp ends outside the tolerance (its gap was 0.2-0.45 of it or "
+        "negative); this is the cheapest of them whose LR grid brackets the optimum)",
         ge=1,
         le=16_384,
     )
