@@ -1,4 +1,4 @@
-"""Issue 19: kern under torchrun reduces its training load statistics over the ranks.
+"""kern under torchrun reduces its training load statistics over the ranks.
 
 Each rank's ``load_counts`` count its shard of every batch (``common/lmtrain``); :func:`~iclr26.kern.experiment.
 reduce_load` sums them, so the 2-rank record's ``train_load`` statistics equal those of one process with the same

@@ -1,5 +1,5 @@
 """Router precision under bf16 autocast, sync-free dispatch, the renormalised Softmax, the auxiliary-loss-free bias,
-and the gate-only timing helpers (issue 16)."""
+and the gate-only timing helpers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 19: RG-VFM's trainer under torchrun (two processes, gloo on the CPU) equals one process with the same batch.
+"""RG-VFM's trainer under torchrun (two processes, gloo on the CPU) equals one process with the same batch.
 
 The launched processes run ``SCRIPT``: the same :class:`~iclr26.rgvfm.training.FlowTrainer` as the one-process
 reference below (same data, initial weights, generator and global batch), each rank on its shard of every batch,
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from iclr26.common.distributed import SINGLE, World
 from iclr26.rgvfm import Sphere, TimeMLP, build_flow, make_prior
 from iclr26.rgvfm.benchmarks import checkerboard
 from iclr26.rgvfm.training import FlowTrainer
@@ -31,7 +32,7 @@ D.init_process_group(world)
 sys.path[:0] = [sys.argv[1], sys.argv[1] + '/../..']  # this folder, and the checkout for `tests`
 from test_rgvfm_distributed import train  # the same setup as the one-process reference
 
-trainer = train()
+trainer = train(world)
 weights = torch.cat([p.detach().reshape(-1) for p in trainer.params])
 out = [None] * world.size
 dist.all_gather_object(out, weights.tolist())
@@ -50,7 +51,7 @@ STEPS, BATCH = 12, 30  # 30 rows: 15 per rank; epoch_steps=4 exercises the best-
 REL_TOLERANCE = 1e-4
 
 
-def train() -> FlowTrainer:
+def train(world: World = SINGLE) -> FlowTrainer:
     """A small RG-VFM-M run on the S² checkerboard with the best-loss checkpoint and EMA (both ranks and reference)."""
     sphere = Sphere(2)
     data = checkerboard(sphere, 200, generator=torch.Generator().manual_seed(1))
@@ -60,7 +61,7 @@ def train() -> FlowTrainer:
     prior = make_prior(sphere, intrinsic=True)
     trainer = FlowTrainer(
         flow, network.parameters(), data, prior, batch_size=BATCH, lr=1e-2, generator=torch.Generator().manual_seed(3),
-        epoch_steps=4, ema_decay=0.5,
+        epoch_steps=4, ema_decay=0.5, world=world,
     )  # fmt: skip
     trainer.run(STEPS)
     return trainer

@@ -10,7 +10,7 @@ import torch
 from iclr26.rgvfm.flows import FLOW_SPECS, EndpointFlow, VelocityFlow, build_flow
 from iclr26.rgvfm.integrators import integrate
 from iclr26.rgvfm.manifolds import Euclidean, Lorentz, Sphere
-from iclr26.rgvfm.network import TimeMLP
+from iclr26.rgvfm.model import TimeMLP
 from iclr26.rgvfm.training import make_prior, train_flow
 
 F64 = torch.float64

@@ -15,7 +15,9 @@ from iclr26.common.config import ConfigError, apply_overrides
 from iclr26.common.experiment import RunContext
 from iclr26.common.lmtrain import TrainHistory
 from iclr26.seesaw import experiment
-from iclr26.seesaw.experiment import SeesawConfig, lm_schedules
+from iclr26.seesaw.config import SeesawConfig
+from iclr26.seesaw.experiment import lm_schedules
+from iclr26.seesaw.verdict import Measurements, best_lr, lm_comparison, pooled_seed_std, theory_holds
 
 
 def test_cpu_schedules_save_the_closed_form_share_of_steps() -> None:
@@ -102,23 +104,27 @@ def test_smoke_run_writes_a_record(smoke) -> None:
     ev = record["evidence"]
     th = {name: t["value"] for name, t in ev["thresholds"].items()}
     assert th == {"tolerance_sigmas": 2.0, "gap_tolerance": 0.1, "adam_horizon_fraction": 1.0}
-    assert all("source" in t["source"] for t in ev["thresholds"].values())
+    assert all(len(t["source"]) > 40 for t in ev["thresholds"].values())  # each with the reason for its value
     cosine = m["lm_final_val_loss_by_lr"]["cosine"]
-    spread = experiment.pooled_seed_std({float(lr): v for lr, v in cosine.items()})
+    spread = pooled_seed_std({float(lr): v for lr, v in cosine.items()})
     assert ev["lm_loss_tolerance"] == pytest.approx(2.0 * spread, rel=1e-12)
-    lm_held = abs(ev["lm_loss_gap"]) <= ev["lm_loss_tolerance"] < abs(ev["lm_naive_gap"])
+    separated = ev["lm_naive_gap"] > ev["lm_loss_tolerance"]
+    assert ev["gates"]["naive_ramp_separated"]["passed"] == separated
+    within = abs(ev["lm_loss_gap"]) <= ev["lm_loss_tolerance"]
     g = ev["theory_gaps"]
     assert set(g) == {"sgd_ramp", "sgd_mixed", "nsgd_seesaw", "nsgd_naive"}
     # Smoke: the shortest Seesaw phase has 128 / 16 = 8 steps, so no β2 (horizons 10 and 1000) is in the regime.
-    assert ev["adam_beta2_in_claim_regime"] == {"0.9": False, "0.999": False}
-    assert m["theory_held"] is False and m["lm_held"] == lm_held
-    assert record["claim_held"] is False
+    assert m["theory_adam_in_claim_regime"] == {"0.9": False, "0.999": False} and ev["adam_gaps_in_claim_regime"] == {}
+    assert m["theory_held"] is False and m["lm_held"] == (within and separated)
+    failed = [name for name, gate in ev["gates"].items() if not gate["passed"]]
+    assert record["claim_held"] == ("inconclusive" if failed else "not held")
+    assert record["failed_gates"] == failed
     # The gaps are the phase-end risks' largest relative distance to LR decay, recomputed from the record.
     theory = m["theory"]
     for family, arm, value in (
         ("sgd", "naive", g["sgd_ramp"]),
         ("nsgd", "seesaw", g["nsgd_seesaw"]),
-        ("adam_b2=0.999", "naive", ev["adam_gaps_by_beta2"]["0.999"]["naive"]),
+        ("adam_b2=0.999", "naive", m["theory_adam_gaps_by_beta2"]["0.999"]["naive"]),
     ):
         a = np.array(theory[family][arm]["phase_end_risk"])
         b = np.array(theory[family]["decay"]["phase_end_risk"])
@@ -132,7 +138,7 @@ def test_every_arm_gets_the_same_lr_search_on_every_seed(tmp_path) -> None:
     calls = []
     loss = {("cosine", 3e-3): 2.0, ("cosine", 6e-3): 1.0, ("naive", 3e-3): 1.5, ("naive", 6e-3): 1.7}
 
-    def fake_train(config, data, model_cfg, schedule, seed_index, ctx, desc):
+    def fake_train(config, data, schedule, seed_index, ctx, desc):
         arm = (
             "cosine"
             if type(schedule).__name__ == "CosineSchedule"
@@ -143,42 +149,39 @@ def test_every_arm_gets_the_same_lr_search_on_every_seed(tmp_path) -> None:
         return TrainHistory(step=[1], batch_size=[4], eval_tokens=[0, 1], val_loss=[5.0, value])
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(experiment, "_train", fake_train)
-        lm = experiment.run_lm(config, ctx)
+        patch.setattr(experiment, "train_run", fake_train)
+        runs = experiment.run_lm(config, ctx)
     expected = [(arm, lr, i) for i in range(2) for lr in (3e-3, 6e-3) for arm in ("cosine", "seesaw", "naive")]
     assert calls == expected and len(ctx.units) == 12
-    assert lm["best_lr"] == {"cosine": 6e-3, "seesaw": 3e-3, "naive": 3e-3}
-    assert lm["summary"]["naive"]["final_val_loss"].tolist() == [1.5, 1.51]
+    finals = {arm: {lr: [h.final_val_loss for h in hs] for lr, hs in by_lr.items()} for arm, by_lr in runs.items()}
+    assert {arm: best_lr(v) for arm, v in finals.items()} == {"cosine": 6e-3, "seesaw": 3e-3, "naive": 3e-3}
+    assert finals["naive"][3e-3] == [1.5, 1.51]
 
 
 def test_pooled_seed_std_hand_computed() -> None:
     # LR a: (1.00, 1.02, 0.98), deviations ±0.02, 0: SS 0.0008; LR b: (2.0, 2.1): SS 0.005.
     # Pooled: √((0.0008 + 0.005) / (2 + 1)).
-    got = experiment.pooled_seed_std({1e-3: [1.00, 1.02, 0.98], 2e-3: [2.0, 2.1]})
+    got = pooled_seed_std({1e-3: [1.00, 1.02, 0.98], 2e-3: [2.0, 2.1]})
     assert got == pytest.approx(math.sqrt(0.0058 / 3), rel=1e-12)
     with pytest.raises(ValueError, match="at least 2 seeds"):
-        experiment.pooled_seed_std({1e-3: [1.0]})
+        pooled_seed_std({1e-3: [1.0]})
 
 
-def test_lm_verdict_needs_seesaw_inside_and_the_naive_control_outside() -> None:
-    # Cosine's seed sd is 0.02 at both LRs, so the tolerance is 2 × 0.02 = 0.04.
+def test_lm_comparison_measures_seesaw_inside_and_the_naive_control_above_the_tolerance() -> None:
+    # Cosine's seed sd is 0.02 at both LRs, so the tolerance is 2 × 0.02 = 0.04; its best LR is 1e-3 (mean 1.00).
     cosine = {1e-3: [1.00, 1.02, 0.98], 2e-3: [1.10, 1.12, 1.08]}
-    best = {"cosine": 1e-3, "seesaw": 1e-3, "naive": 1e-3}
 
-    def verdict(seesaw_mean: float, naive_mean: float) -> dict:
-        finals = {
-            "cosine": cosine,
-            "seesaw": {1e-3: [seesaw_mean] * 3},
-            "naive": {1e-3: [naive_mean] * 3},
-        }
-        return experiment.lm_verdict(finals, best, 2.0)
+    def compare(seesaw_mean: float, naive_mean: float) -> dict:
+        finals = {"cosine": cosine, "seesaw": {1e-3: [seesaw_mean] * 3}, "naive": {1e-3: [naive_mean] * 3}}
+        return lm_comparison(Measurements({}, {}, {}, finals), 2.0)
 
-    v = verdict(1.03, 1.05)
+    v = compare(1.03, 1.05)
     assert v["tolerance"] == pytest.approx(0.04) and v["seesaw_gap"] == pytest.approx(0.03)
-    assert v["held"] and v["seesaw_within"] and v["naive_outside"]
-    assert not verdict(1.03, 1.03)["held"]  # the control within the tolerance: the test cannot tell them apart
-    assert not verdict(1.05, 1.10)["held"]  # Seesaw outside
-    assert verdict(0.97, 0.95)["held"]  # two-sided: |gap| counts
+    assert v["seesaw_within"] and v["naive_outside"]
+    assert not compare(1.03, 1.03)["naive_outside"]  # the control within the tolerance
+    assert not compare(1.05, 1.10)["seesaw_within"]  # Seesaw outside
+    assert compare(0.97, 1.05)["seesaw_within"]  # two-sided for Seesaw: |gap| counts
+    assert not compare(1.0, 0.95)["naive_outside"]  # one-sided for the control: it must lose, not win
 
 
 def test_adam_regime_is_the_beta2_horizon_against_the_shortest_phase() -> None:
@@ -192,10 +195,14 @@ def test_adam_regime_is_the_beta2_horizon_against_the_shortest_phase() -> None:
 def test_theory_verdict_judges_adam_only_inside_the_regime() -> None:
     good = {"sgd_ramp": 0.02, "sgd_mixed": 0.01, "nsgd_seesaw": 0.01, "nsgd_naive": 0.2}
     adam = {0.95: {"seesaw": 0.03, "naive": 0.4}, 0.99: {"seesaw": 0.21, "naive": 0.3}}
-    assert experiment.theory_verdict(good, adam, {0.95: True, 0.99: False}, 0.1)
-    assert not experiment.theory_verdict(good, adam, {0.95: True, 0.99: True}, 0.1)
-    assert not experiment.theory_verdict(good, adam, {0.95: False, 0.99: False}, 0.1)  # nothing judged: no claim
-    assert not experiment.theory_verdict(good | {"nsgd_naive": 0.05}, adam, {0.95: True, 0.99: False}, 0.1)
+
+    def holds(gaps, regime):
+        return theory_holds(Measurements(gaps, adam, regime, {}), 0.1)
+
+    assert holds(good, {0.95: True, 0.99: False})
+    assert not holds(good, {0.95: True, 0.99: True})
+    assert not holds(good, {0.95: False, 0.99: False})  # nothing judged: no claim
+    assert not holds(good | {"nsgd_naive": 0.05}, {0.95: True, 0.99: False})
 
 
 def test_repeated_peak_lrs_are_rejected() -> None:

@@ -27,10 +27,11 @@ import sysconfig
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from iclr26.common.config import ConfigError
+from iclr26.common.config import ConfigError, opt
 
 TEXT_SUFFIXES = frozenset({".py", ".txt", ".md", ".rst", ".tex", ".c", ".h", ".json", ".csv", ".html", ".xml"})
 VOCAB_SIZE = 256
@@ -137,12 +138,41 @@ def load_corpus(path: str | Path | None = None, *, val_fraction: float = 0.05, c
     if len(train_bytes) < 2 or len(val_bytes) < 2:
         raise ValueError(
             f"corpus {str(root)!r}: the split left {len(train_bytes)} training and {len(val_bytes)} validation bytes; "
-            "add files or change val_fraction"
+            + _split_hint(len(contents), val_fraction)
         )
     train = np.frombuffer(train_bytes, dtype=np.uint8).copy()
     val = np.frombuffer(val_bytes, dtype=np.uint8).copy()
     _write_cache(entry, train, val, content_hash, str(root))
     return Corpus(train, val, str(root), content_hash, len(files))
+
+
+def _split_hint(n_files: int, val_fraction: float) -> str:
+    """What a user can change when a split comes out empty (the config has no field for the fraction)."""
+    share = f"{val_fraction:.0%}"
+    if n_files == 1:
+        return f"a single file is split by position (its last {share} of bytes is validation): pass a longer file"
+    return (
+        f"a folder is split by file (a hash of each file's path picks about {share} of them for validation): pass "
+        "more files, or one longer file"
+    )
+
+
+def data_field(source: str) -> Any:
+    """The ``data`` config field of a byte-level LM reproduction (a text file or folder; None = the stdlib sources).
+
+    Args:
+        source: why the default corpus stands in for the paper's (e.g. "the paper's Books3 is not available
+            offline"), appended to the help text.
+
+    Returns:
+        An :func:`~iclr26.common.config.opt` field; check it in ``__post_init__`` with :func:`check_text_data`.
+    """
+    return opt(
+        None,
+        "UTF-8 text file, or folder of text files, to train the LM on (bytes are tokens; a single file's last 5% of "
+        "bytes is validation, a folder's files are split by a hash of their path; checked when the config is built); "
+        f"none = the Python stdlib sources ({source})",
+    )
 
 
 def _require_utf8(path: Path, data: bytes) -> None:

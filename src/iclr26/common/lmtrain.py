@@ -16,8 +16,15 @@ One step of :func:`train_lm`:
 Resuming from the checkpoint (model, optimizer, sampling generator, counters, history) continues bit-identically on
 the CPU.
 
-Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) the same loop is data parallel
-with DistributedDataParallel, and the config's batch stays the global batch:
+On CUDA the loop reads nothing back to the host inside a step: the training loss is accumulated on the device and
+the per-step losses are fetched (and checked for divergence) at each evaluation, checkpoint and at the end, so the
+GPU never waits on Python; AdamW is the fused kernel, and ``TrainConfig.autocast`` runs the forward pass under bf16
+autocast. On the CPU every step is computed exactly as before (the losses as Python floats, the foreach AdamW), so the
+CPU results do not depend on these options.
+
+In a data-parallel world (``world``, the run's :class:`~iclr26.common.distributed.World`, ``ctx.world``) the same loop
+averages the gradients through :func:`~iclr26.common.distributed.data_parallel`, and the config's batch stays the
+global batch:
 
 - every rank draws the same global batch from the shared sampling generator (seeded with ``seed`` on every rank, as
   ``DistributedSampler`` seeds its permutation) and keeps its contiguous shard of ``B / world_size`` sequences
@@ -39,7 +46,6 @@ tables or statistics, such as an MoE layer's assignment counts, which then count
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import os
 import time
@@ -53,7 +59,15 @@ from torch import Tensor, nn
 
 from iclr26.common.config import require
 from iclr26.common.corpus import Corpus
-from iclr26.common.distributed import all_reduce_sum, broadcast_object, current_world, rank_seed, shard_range
+from iclr26.common.distributed import (
+    World,
+    all_reduce_sum,
+    broadcast_object,
+    current_world,
+    data_parallel,
+    rank_seed,
+    shard_range,
+)
 
 
 class BatchPlan(NamedTuple):
@@ -160,6 +174,8 @@ class TrainConfig:
         checkpoint_path: where to save/resume; None for no checkpoints.
         checkpoint_every_steps: checkpoint cadence (0: only at the end, if a path is set).
         seed: seed of the batch-sampling generator.
+        autocast: run the forward passes under ``torch.autocast(dtype=torch.bfloat16)`` when the model is on CUDA
+            (ignored on the CPU, whose runs stay in float32).
     """
 
     total_tokens: int
@@ -174,6 +190,7 @@ class TrainConfig:
     checkpoint_path: str | None = None
     checkpoint_every_steps: int = 0
     seed: int = 0
+    autocast: bool = False
 
     def __post_init__(self) -> None:
         for name in ("total_tokens", "context_len", "micro_batch_size", "eval_tokens"):
@@ -228,41 +245,65 @@ class TrainingDiverged(FloatingPointError):
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, data: TokenData, context_len: int, n_tokens: int, micro_batch_size: int) -> float:
+def evaluate(
+    model: nn.Module,
+    data: TokenData,
+    context_len: int,
+    n_tokens: int,
+    micro_batch_size: int,
+    *,
+    world: World | None = None,
+    autocast: bool = False,
+) -> float:
     """Mean next-token cross-entropy (nats) over the fixed validation windows (model put back in its mode).
 
-    Under torchrun every rank evaluates its shard of the windows and the sums are reduced over the ranks (every rank
-    must call it), giving the mean over all windows.
+    In a data-parallel ``world`` (default: the initialised process group's) every rank evaluates its shard of the
+    windows and the sums are reduced over the ranks (every rank must call it), giving the mean over all windows. On
+    CUDA the sum stays on the device until the end (one host read per evaluation).
     """
+    world = current_world() if world is None else world
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     windows = data.eval_windows(context_len, n_tokens)  # (N, T + 1)
-    world = current_world()
     if world.is_distributed:
-        shard = shard_range(len(windows), world.rank, world.size)
-        windows = windows[shard.start : shard.stop]
+        rows = shard_range(len(windows), world.rank, world.size)
+        windows = windows[rows.start : rows.stop]
     windows = windows.to(device)
-    total, count = 0.0, 0
+    on_gpu = device.type == "cuda"
+    total: float | Tensor = torch.zeros((), dtype=torch.float64, device=device) if on_gpu else 0.0
+    count = 0
     for chunk in windows.split(micro_batch_size):
-        out = model(chunk[:, :-1], chunk[:, 1:])
-        total += out.loss.item() * chunk[:, 1:].numel()
+        with _autocast(device, autocast):
+            out = model(chunk[:, :-1], chunk[:, 1:])
+        loss = out.loss.detach().double() if on_gpu else out.loss.item()
+        total += loss * chunk[:, 1:].numel()
         count += chunk[:, 1:].numel()
+    total = float(total)
     model.train(was_training)
     if world.is_distributed:
         total, count = all_reduce_sum([total, count])
     return total / count
 
 
+def _autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager:
+    """bf16 autocast on CUDA when ``enabled``; nothing otherwise (the CPU runs stay in float32)."""
+    if enabled and device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on parameters of dimension ≥ 2 only (matrices and embeddings)."""
+    """AdamW with weight decay on parameters of dimension ≥ 2 only (matrices and embeddings); the fused kernel on
+    CUDA (one launch per step), torch's default implementation elsewhere."""
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [
         {"params": decay, "weight_decay": config.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=0.0, betas=config.betas, eps=config.eps)
+    fused = next(model.parameters()).device.type == "cuda"
+    return torch.optim.AdamW(groups, lr=0.0, betas=config.betas, eps=config.eps, **({"fused": True} if fused else {}))
 
 
 def _save_checkpoint(path: Path, model, optimizer, generator, history: TrainHistory) -> None:
@@ -285,16 +326,19 @@ def train_lm(
     *,
     progress: Any | None = None,
     max_steps: int | None = None,
+    world: World | None = None,
 ) -> TrainHistory:
     """Train ``model`` on ``data`` until ``config.total_tokens`` (or ``max_steps`` more steps) — see module doc.
 
     Args:
-        model: a :class:`~iclr26.common.tinylm.TinyLM` (or any module with the same forward contract).
+        model: a :class:`~iclr26.common.tinylm.TinyLM` (or any module with the same forward contract), on the device
+            the run trains on (batches follow it).
         data: training and validation tokens.
         schedule: ``(step, tokens_seen) -> BatchPlan``.
         config: budget, optimizer and cadence settings.
         progress: optional tqdm-like bar (``update(n_tokens)``, ``set_postfix``) with ``total=total_tokens``.
         max_steps: stop after this many steps in this call (e.g. to split a run; the checkpoint allows resuming).
+        world: the run's processes (``ctx.world``); default the initialised process group's, or one process.
 
     Returns:
         The :class:`TrainHistory` (including the part before a resume).
@@ -303,139 +347,190 @@ def train_lm(
         TrainingDiverged: if the training loss becomes NaN or infinite.
         ValueError: if the schedule returns a non-positive batch size or a negative / non-finite LR.
     """
-    world = current_world()
+    world = current_world() if world is None else world
     if not world.is_distributed:
-        return _train(model, data, schedule, config, progress=progress, max_steps=max_steps)
+        return _Trainer(model, data, schedule, config, world).run(progress, max_steps)
     device = next(model.parameters()).device
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(rank_seed(config.seed, world.rank))  # rank-local randomness (dropout) differs by rank
-        return _train(model, data, schedule, config, progress=progress, max_steps=max_steps)
+        return _Trainer(model, data, schedule, config, world).run(progress, max_steps)
 
 
-def _train(
-    model: nn.Module,
-    data: TokenData,
-    schedule: Schedule,
-    config: TrainConfig,
-    *,
-    progress: Any | None,
-    max_steps: int | None,
-) -> TrainHistory:
-    world = current_world()
-    generator = torch.Generator().manual_seed(config.seed)  # the same on every rank: one global batch, sharded
-    optimizer = make_optimizer(model, config)
-    base_weight_decay = [group["weight_decay"] for group in optimizer.param_groups]  # before a resume overwrites them
-    weight_decay_multiplier = getattr(schedule, "weight_decay_multiplier", None)
-    history = TrainHistory()
-    ckpt = Path(config.checkpoint_path) if config.checkpoint_path else None
-    resume = ckpt is not None and world.is_main and ckpt.is_file()
-    if world.is_distributed:
-        resume = broadcast_object(resume)  # rank 0 reads the checkpoint and sends it to the others
-    if resume:
-        state = torch.load(ckpt, weights_only=False, map_location="cpu") if world.is_main else None
-        if world.is_distributed:
+class _Trainer:
+    """The state of one :func:`train_lm` call: model, optimizer, sampling generator, history, pending losses."""
+
+    def __init__(self, model: nn.Module, data: TokenData, schedule: Schedule, config: TrainConfig, world: World):
+        self.model, self.data, self.schedule, self.config, self.world = model, data, schedule, config, world
+        self.generator = torch.Generator().manual_seed(config.seed)  # the same on every rank: one global batch
+        self.optimizer = make_optimizer(model, config)
+        self.base_weight_decay = [g["weight_decay"] for g in self.optimizer.param_groups]  # before a resume
+        self.weight_decay_multiplier = getattr(schedule, "weight_decay_multiplier", None)
+        self.history = TrainHistory()
+        self.ckpt = Path(config.checkpoint_path) if config.checkpoint_path else None
+        self.device = next(model.parameters()).device  # batches follow the model (a GPU run moves the model first)
+        # On one GPU the step's loss stays on the device until the next flush (no host read inside a step).
+        self.deferred = self.device.type == "cuda" and not world.is_distributed
+        self.pending: list[Tensor] = []
+        self._resume()
+        self.flops_per_token = model.flops_per_token(config.context_len) if hasattr(model, "flops_per_token") else 0.0
+        # Gradients averaged over the ranks (rank 0's initial weights broadcast to all); the identity on one process.
+        self.net = data_parallel(model, world, device=self.device, find_unused_parameters=True)
+        if self.net is not model:  # buffers are rank-local statistics (an MoE layer's counts): no sync per forward
+            sync = "forward_sync_buffers" if hasattr(self.net, "forward_sync_buffers") else "broadcast_buffers"
+            setattr(self.net, sync, False)
+
+    def _resume(self) -> None:
+        """Load the checkpoint if there is one (rank 0 reads it and sends it to the others)."""
+        resume = self.ckpt is not None and self.world.is_main and self.ckpt.is_file()
+        if self.world.is_distributed:
+            resume = broadcast_object(resume)
+        if not resume:
+            return
+        state = torch.load(self.ckpt, weights_only=False, map_location="cpu") if self.world.is_main else None
+        if self.world.is_distributed:
             state = broadcast_object(state)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        generator.set_state(state["generator"])
-        history = TrainHistory(**state["history"])
-    flops_per_token = model.flops_per_token(config.context_len) if hasattr(model, "flops_per_token") else 0.0
-    T = config.context_len
-    device = next(model.parameters()).device  # batches follow the model (a GPU run moves the model first)
-    net = model
-    if world.is_distributed:  # gradients averaged over the ranks; rank 0's initial weights broadcast to all
-        ddp = nn.parallel.DistributedDataParallel
-        no_buffer_sync = (  # newer torch renames the option
-            {"forward_sync_buffers": False}
-            if "forward_sync_buffers" in inspect.signature(ddp.__init__).parameters
-            else {"broadcast_buffers": False}
-        )
-        net = ddp(
-            model,
-            device_ids=[device.index] if device.type == "cuda" else None,
-            find_unused_parameters=True,  # an MoE expert may receive no token in a step
-            **no_buffer_sync,
-        )
-    model.train()
-    if progress is not None and history.tokens_seen:
-        progress.update(history.tokens_seen)
-    if not history.eval_tokens:
-        history.eval_step.append(0)
-        history.eval_tokens.append(0)
-        history.val_loss.append(evaluate(model, data, T, config.eval_tokens, config.micro_batch_size))
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["generator"])
+        self.history = TrainHistory(**state["history"])
 
-    steps_this_call = 0
-    t_start = time.perf_counter()
-    while history.tokens_seen < config.total_tokens and (max_steps is None or steps_this_call < max_steps):
-        step, seen = history.steps_done, history.tokens_seen
-        plan = schedule(step, seen)
+    def evaluate(self) -> float:
+        c = self.config
+        return evaluate(
+            self.model, self.data, c.context_len, c.eval_tokens, c.micro_batch_size, world=self.world,
+            autocast=c.autocast,
+        )  # fmt: skip
+
+    def run(self, progress: Any | None, max_steps: int | None) -> TrainHistory:
+        config, history = self.config, self.history
+        self.model.train()
+        if progress is not None and history.tokens_seen:
+            progress.update(history.tokens_seen)
+        if not history.eval_tokens:
+            history.eval_step.append(0)
+            history.eval_tokens.append(0)
+            history.val_loss.append(self.evaluate())
+        steps_this_call = 0
+        t_start = time.perf_counter()
+        while history.tokens_seen < config.total_tokens and (max_steps is None or steps_this_call < max_steps):
+            step, seen = history.steps_done, history.tokens_seen
+            batch, lr = self._step(step, seen)
+            seen += batch * config.context_len
+            steps_this_call += 1
+            if progress is not None:
+                progress.update(batch * config.context_len)
+                if not self.deferred:
+                    progress.set_postfix(
+                        loss=f"{history.train_loss[-1]:.3f}", lr=f"{lr:.2e}", batch=batch, refresh=False
+                    )
+            if len(self.pending) >= _FLUSH_EVERY:
+                self._flush()
+            # Step 6: evaluation at each crossing of eval_every_tokens, and at the end.
+            every = config.eval_every_tokens
+            crossed = every and seen // every > (seen - batch * config.context_len) // every
+            if crossed or seen >= config.total_tokens:
+                self._flush()
+                history.eval_step.append(step + 1)
+                history.eval_tokens.append(seen)
+                history.val_loss.append(self.evaluate())
+            if (
+                self.ckpt is not None
+                and config.checkpoint_every_steps
+                and (step + 1) % config.checkpoint_every_steps == 0
+            ):
+                self._flush()
+                history.wall_time_s += time.perf_counter() - t_start
+                t_start = time.perf_counter()
+                if self.world.is_main:
+                    _save_checkpoint(self.ckpt, self.model, self.optimizer, self.generator, history)
+        self._flush()
+        history.wall_time_s += time.perf_counter() - t_start
+        if self.ckpt is not None and self.world.is_main:
+            _save_checkpoint(self.ckpt, self.model, self.optimizer, self.generator, history)
+        return history
+
+    def _plan(self, step: int, seen: int) -> tuple[int, float, float]:
+        """Steps 1-2: the batch (cut at the budget), the LR and the weight-decay factor of this step."""
+        plan = self.schedule(step, seen)
         if plan.batch_size <= 0:
             raise ValueError(f"schedule returned batch_size={plan.batch_size} at step {step}; it must be positive")
         if not (math.isfinite(plan.lr) and plan.lr >= 0):
             raise ValueError(f"schedule returned lr={plan.lr} at step {step}; it must be finite and non-negative")
         # Step 1: cut the last batch so that the run ends at the token budget.
-        batch = min(plan.batch_size, math.ceil((config.total_tokens - seen) / T))
-        wd_scale = 1.0 if weight_decay_multiplier is None else float(weight_decay_multiplier(seen))
+        batch = min(plan.batch_size, math.ceil((self.config.total_tokens - seen) / self.config.context_len))
+        wd_scale = 1.0 if self.weight_decay_multiplier is None else float(self.weight_decay_multiplier(seen))
         if not (math.isfinite(wd_scale) and wd_scale >= 0):
             raise ValueError(
                 f"schedule returned weight_decay_multiplier={wd_scale} at step {step}; it must be finite and >= 0"
             )
-        for group, wd in zip(optimizer.param_groups, base_weight_decay, strict=True):  # Step 2
-            group["lr"] = plan.lr
+        return batch, plan.lr, wd_scale
+
+    def _step(self, step: int, seen: int) -> tuple[int, float]:
+        """One optimizer step (module docstring, steps 1-5); returns its batch and LR."""
+        config, world, history = self.config, self.world, self.history
+        T = config.context_len
+        batch, lr, wd_scale = self._plan(step, seen)
+        for group, wd in zip(self.optimizer.param_groups, self.base_weight_decay, strict=True):  # Step 2
+            group["lr"] = lr
             group["weight_decay"] = wd * wd_scale
-        x, y = data.sample(batch, T, generator)  # Step 3: (B, T) each, drawn on the CPU for reproducibility
+        x, y = self.data.sample(batch, T, self.generator)  # Step 3: (B, T) each, drawn on the CPU for reproducibility
         empty_shard = False
         if world.is_distributed:  # this rank's contiguous shard of the global batch
-            shard = shard_range(batch, world.rank, world.size)
-            empty_shard = len(shard) == 0  # a cut last batch smaller than the world: join the all-reduce with 0
-            rows = slice(shard.start, shard.stop) if not empty_shard else slice(0, 1)
-            x, y = x[rows], y[rows]
-        x, y = x.to(device), y.to(device)
-        optimizer.zero_grad(set_to_none=True)
-        loss_sum = 0.0
+            rows = shard_range(batch, world.rank, world.size)
+            empty_shard = len(rows) == 0  # a cut last batch smaller than the world: join the all-reduce with 0
+            cut = slice(rows.start, rows.stop) if not empty_shard else slice(0, 1)
+            x, y = x[cut], y[cut]
+        x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum: float | Tensor = torch.zeros((), dtype=torch.float64, device=self.device) if self.deferred else 0.0
         micro = list(zip(x.split(config.micro_batch_size), y.split(config.micro_batch_size), strict=True))
         for i, (xs, ys) in enumerate(micro):
             # Step 4: micro-batch loss weighted by its share of the batch (times the world size: DDP averages).
             weight = 0.0 if empty_shard else xs.shape[0] / batch
-            sync = net is model or i == len(micro) - 1
-            with contextlib.nullcontext() if sync else net.no_sync():
-                out = net(xs, ys)
-                loss = (out.loss + out.aux_loss) * (weight * world.size)
+            sync = self.net is self.model or i == len(micro) - 1
+            with contextlib.nullcontext() if sync else self.net.no_sync():
+                with _autocast(self.device, config.autocast):
+                    out = self.net(xs, ys)
+                    loss = (out.loss + out.aux_loss) * (weight * world.size)
                 loss.backward()
-            loss_sum += 0.0 if empty_shard else out.loss.item() * xs.shape[0] / batch  # as one process sums it
+            if self.deferred:
+                loss_sum += out.loss.detach().double() * xs.shape[0] / batch  # the same float64 sum, on the GPU
+            else:
+                loss_sum += 0.0 if empty_shard else out.loss.item() * xs.shape[0] / batch  # as one process sums it
         if world.is_distributed:
             (loss_sum,) = all_reduce_sum([loss_sum])
-        if not math.isfinite(loss_sum):
-            raise TrainingDiverged(f"training loss is {loss_sum} at step {step} (lr={plan.lr}, batch={batch})")
+        if not self.deferred and not math.isfinite(loss_sum):
+            raise TrainingDiverged(f"training loss is {loss_sum} at step {step} (lr={lr}, batch={batch})")
         if config.grad_clip is not None:  # Step 5
-            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        seen += batch * T
+            nn.utils.clip_grad_norm_(self.model.parameters(), config.grad_clip)
+        self.optimizer.step()
         history.step.append(step)
-        history.tokens.append(seen)
-        history.lr.append(plan.lr)
+        history.tokens.append(seen + batch * T)
+        history.lr.append(lr)
         history.batch_size.append(batch)
-        history.train_loss.append(loss_sum)
-        history.flops += flops_per_token * batch * T
-        steps_this_call += 1
-        if progress is not None:
-            progress.update(batch * T)
-            progress.set_postfix(loss=f"{loss_sum:.3f}", lr=f"{plan.lr:.2e}", batch=batch, refresh=False)
-        # Step 6: evaluation at each crossing of eval_every_tokens, and at the end.
-        crossed = (
-            config.eval_every_tokens
-            and seen // config.eval_every_tokens > (seen - batch * T) // config.eval_every_tokens
-        )
-        if crossed or seen >= config.total_tokens:
-            history.eval_step.append(step + 1)
-            history.eval_tokens.append(seen)
-            history.val_loss.append(evaluate(model, data, T, config.eval_tokens, config.micro_batch_size))
-        if ckpt is not None and config.checkpoint_every_steps and (step + 1) % config.checkpoint_every_steps == 0:
-            history.wall_time_s += time.perf_counter() - t_start
-            t_start = time.perf_counter()
-            if world.is_main:
-                _save_checkpoint(ckpt, model, optimizer, generator, history)
-    history.wall_time_s += time.perf_counter() - t_start
-    if ckpt is not None and world.is_main:
-        _save_checkpoint(ckpt, model, optimizer, generator, history)
-    return history
+        if self.deferred:
+            self.pending.append(loss_sum)
+        else:
+            history.train_loss.append(loss_sum)
+        history.flops += self.flops_per_token * batch * T
+        return batch, lr
+
+    def _flush(self) -> None:
+        """Move the losses kept on the GPU into the history (one host read) and check them for divergence."""
+        if not self.pending:
+            return
+        values = torch.stack(self.pending).tolist()
+        first = len(self.history.train_loss)
+        self.pending = []
+        for i, value in enumerate(values):
+            if not math.isfinite(value):
+                step = first + i
+                raise TrainingDiverged(
+                    f"training loss is {value} at step {step} (lr={self.history.lr[step]}, "
+                    f"batch={self.history.batch_size[step]})"
+                )
+        self.history.train_loss.extend(values)
+
+
+#: Steps whose losses a GPU run keeps on the device before reading them back (and checking them) at once.
+_FLUSH_EVERY = 64

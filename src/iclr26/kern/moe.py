@@ -11,8 +11,10 @@ One forward pass over ``N`` tokens:
 2. group the ``N · K`` assignments by expert with a stable sort (:func:`group_by_expert`, or :func:`pad_by_expert`
    into a fixed ``(E, C)`` grid); with a capacity factor, an expert keeps only its first ``C = ⌈cf · N · K / E⌉``
    assignments in token order (off by default: dropless);
-3. gather the tokens of each expert (one index operation), run each expert on its contiguous slice (``grouped``)
-   or all experts at once on the grid (``padded``, no host synchronisation);
+3. gather the tokens of each expert (one index operation), run each expert on its contiguous slice (``grouped``),
+   all experts at once on the grid (``padded``, no host synchronisation), or all experts in one grouped GEMM over
+   the sorted tokens (``grouped_mm``: ``torch.nn.functional.grouped_mm``, CUDA bf16, no padding and no host
+   synchronisation);
 4. scale each result by its combine weight and scatter-add it back to its token (``index_add_``);
 5. return ``FFNOutput(y, aux_loss = α · balance_loss)`` with ``α`` = ``aux_loss_coef``.
 
@@ -38,9 +40,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from iclr26.common.tinylm import FFNOutput
-from iclr26.kern.router import Router, RouterOutput, RouterSpec, expert_counts
+from iclr26.kern.router import Router, RouterOutput, RouterSpec, expert_counts, require_size
 
-DISPATCHES: tuple[str, ...] = ("auto", "grouped", "padded")
+DISPATCHES: tuple[str, ...] = ("auto", "grouped", "padded", "grouped_mm")
 
 
 class Dispatch(NamedTuple):
@@ -180,8 +182,11 @@ class MoEFeedForward(nn.Module):
             the least compute, but the slice sizes are read back to the host, one synchronisation per layer on a GPU),
             ``padded`` (:func:`pad_by_expert`, then one batched product over a fixed ``(E, C, D)`` grid: no
             synchronisation; dropless it uses ``C = N``, i.e. ``E / K`` times the active compute, so pair it with a
-            ``capacity_factor`` at scale) or ``auto`` (``padded`` on CUDA, ``grouped`` elsewhere). Both give the
-            same output.
+            ``capacity_factor`` at scale), ``grouped_mm`` (the ``N · K`` assignments sorted by expert, then one grouped
+            GEMM per layer of the expert MLP with ``torch.nn.functional.grouped_mm``: the active compute only, static
+            shapes, no synchronisation; a capacity limit zeroes the weights of the dropped assignments; CUDA bf16) or
+            ``auto`` (on CUDA ``grouped_mm`` where this build runs it forward and backward in the input's compute
+            dtype, else ``padded``; ``grouped`` elsewhere). All give the same output up to float summation order.
         check_finite: passed to the :class:`~iclr26.kern.router.Router` (NaN/inf checks, a host synchronisation).
         bias_update_rate: passed to the router: ``u`` of the auxiliary-loss-free balancing (0: off).
 
@@ -189,6 +194,7 @@ class MoEFeedForward(nn.Module):
         ``forward(x: (..., D)) -> FFNOutput(y (..., D), aux_loss scalar | None)``.
 
     Raises:
+        TypeError: naming the argument, for a size that is not an int.
         ValueError: for a non-positive size, ``k`` outside ``[1, E]``, ``aux_loss_coef < 0``, ``capacity_factor
             <= 0``, ``init_std < 0`` or an unknown ``dispatch``; in ``forward``, for an input with the wrong hidden
             size.
@@ -207,13 +213,13 @@ class MoEFeedForward(nn.Module):
         router_bias: bool = True,
         dropout: float = 0.0,
         init_std: float = 0.02,
-        dispatch: Literal["auto", "grouped", "padded"] = "auto",
+        dispatch: Literal["auto", "grouped", "padded", "grouped_mm"] = "auto",
         check_finite: bool = True,
         bias_update_rate: float = 0.0,
     ) -> None:
         super().__init__()
-        if d_expert < 1:
-            raise ValueError(f"d_expert must be positive, got {d_expert}")
+        require_size("d_model", d_model)
+        require_size("d_expert", d_expert)
         if not aux_loss_coef >= 0:
             raise ValueError(f"aux_loss_coef must be non-negative, got {aux_loss_coef}")
         if capacity_factor is not None and not capacity_factor > 0:
@@ -284,9 +290,11 @@ class MoEFeedForward(nn.Module):
             if self.capacity_factor is None
             else expert_capacity(flat.shape[0], self.k, self.num_experts, self.capacity_factor)
         )
-        mode = self.dispatch if self.dispatch != "auto" else ("padded" if flat.is_cuda else "grouped")
+        mode = self.dispatch if self.dispatch != "auto" else _auto_dispatch(flat)
         if mode == "grouped":
             y, counts, dropped = self._grouped(flat, routed, capacity)
+        elif mode == "grouped_mm":
+            y, counts, dropped = self._grouped_mm(flat, routed, capacity)
         else:
             y, counts, dropped = self._padded(flat, routed, flat.shape[0] if capacity is None else capacity)
         with torch.no_grad():
@@ -322,8 +330,65 @@ class MoEFeedForward(nn.Module):
         y = flat.new_zeros(n + 1, self.d_model).index_add_(0, grid.slot_token, contrib.to(flat.dtype))[:n]
         return y, grid.counts, grid.dropped
 
+    def _grouped_mm(self, flat: Tensor, routed: RouterOutput, capacity: int | None) -> tuple[Tensor, Tensor, Tensor]:
+        """Steps 2-4 with one grouped GEMM per expert layer over the assignments sorted by expert: ``S = N · K``
+        rows always (static shapes, no host synchronisation); a capacity limit gives the dropped assignments a
+        combine weight of 0, which is what dropping them does to the output and the gradients."""
+        n, k = routed.expert_index.shape
+        flat_index = routed.expert_index.reshape(-1)  # (N·K,)
+        order = torch.argsort(flat_index, stable=True)  # (S,) sorted by expert, token order kept
+        expert_sorted = flat_index[order]  # (S,)
+        counts = expert_counts(flat_index, self.num_experts)  # (E,)
+        offsets = torch.cumsum(counts, 0).to(torch.int32)  # (E,) end of each expert's rows
+        weights = routed.combine_weights.reshape(-1)[order]  # (S,)
+        dropped = counts.new_zeros(())
+        if capacity is not None:
+            position = torch.arange(n * k, device=flat.device) - (offsets.long() - counts)[expert_sorted]
+            keep = position < capacity
+            weights = weights * keep.to(weights.dtype)
+            dropped, counts = (~keep).sum(), counts.clamp(max=capacity)
+        token = torch.div(order, k, rounding_mode="floor")  # (S,)
+        dtype = torch.get_autocast_dtype("cuda") if flat.is_cuda and torch.is_autocast_enabled("cuda") else flat.dtype
+        xs = flat[token].to(dtype)  # (S, D), Step 3
+        h = F.grouped_mm(xs, self.w1.to(dtype), offs=offsets) + self.b1.to(dtype)[expert_sorted]  # (S, H)
+        ys = F.grouped_mm(F.gelu(h), self.w2.to(dtype), offs=offsets) + self.b2.to(dtype)[expert_sorted]  # (S, D)
+        # Step 4: y_t = Σ_{m ∈ TopK(t)} g_tm E_m(x_t)
+        contrib = ys * weights[:, None].to(ys.dtype)  # (S, D)
+        y = torch.zeros_like(flat).index_add_(0, token, contrib.to(flat.dtype))  # (N, D)
+        return y, counts, dropped
+
     def extra_repr(self) -> str:
         return (
             f"d_model={self.d_model}, num_experts={self.num_experts}, k={self.k}, d_expert={self.d_expert}, "
             f"aux_loss_coef={self.aux_loss_coef}, capacity_factor={self.capacity_factor}, dispatch={self.dispatch}"
         )
+
+
+_GROUPED_MM_WORKS: dict[tuple[str, torch.dtype], bool] = {}
+
+
+def _auto_dispatch(flat: Tensor) -> str:
+    """``grouped`` on the CPU; on CUDA ``grouped_mm`` if this build runs it (forward and backward) in the compute
+    dtype, else ``padded``."""
+    if not flat.is_cuda:
+        return "grouped"
+    dtype = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else flat.dtype
+    key = (str(flat.device), dtype)
+    if key not in _GROUPED_MM_WORKS:
+        _GROUPED_MM_WORKS[key] = _grouped_mm_works(flat.device, dtype)
+    return "grouped_mm" if _GROUPED_MM_WORKS[key] else "padded"
+
+
+def _grouped_mm_works(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether ``grouped_mm`` runs forward and backward on ``device`` in ``dtype`` (probed once on a tiny problem)."""
+    if not hasattr(F, "grouped_mm"):
+        return False
+    try:
+        with torch.enable_grad(), torch.autocast(device.type, enabled=False):  # also when first met under no_grad
+            a = torch.randn(32, 16, device=device, dtype=dtype, requires_grad=True)
+            b = torch.randn(2, 16, 16, device=device, dtype=dtype, requires_grad=True)
+            offs = torch.tensor([8, 32], device=device, dtype=torch.int32)
+            F.grouped_mm(a, b, offs=offs).float().sum().backward()
+        return a.grad is not None and b.grad is not None
+    except (RuntimeError, TypeError, NotImplementedError):
+        return False

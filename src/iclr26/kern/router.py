@@ -48,6 +48,7 @@ Deviations:
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -183,6 +184,19 @@ def _gate_values(
         return gamma * torch.softmax(logits, dim=-1)
     # Eq. (4): ĝ = γ · norm(act(s))
     return gamma * normalize(activate(logits, activation), normalization, eps)
+
+
+def require_size(name: str, value: object, *, positive: bool = True) -> None:
+    """Reject a size argument unless it is an ``int`` (numpy's included; not a bool), positive unless told otherwise.
+
+    Raises:
+        TypeError: naming ``name``, for a value that is not a whole number (``2.5``, ``"8"``, ``True``).
+        ValueError: naming ``name``, for a whole number below 1 (with ``positive``).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if positive and value < 1:
+        raise ValueError(f"{name} must be positive, got {value}")
 
 
 class TopK(NamedTuple):
@@ -471,6 +485,7 @@ class Router(nn.Module):
         ``forward(x: (..., D)) -> RouterOutput`` with ``N`` = the product of the leading dimensions.
 
     Raises:
+        TypeError: naming the argument, for a size (``d_model``, ``num_experts``, ``k``) that is not an int.
         ValueError: for ``k`` outside ``[1, num_experts]``, a non-positive size, an unknown router name or a negative
             ``bias_update_rate``; in ``forward``, for an input ``x`` with the wrong hidden size, no tokens, or (with
             ``check_finite``) NaN/inf values.
@@ -491,10 +506,9 @@ class Router(nn.Module):
         bias_update_rate: float = 0.0,
     ) -> None:
         super().__init__()
-        if d_model < 1:
-            raise ValueError(f"d_model must be positive, got {d_model}")
-        if num_experts < 1:
-            raise ValueError(f"num_experts must be positive, got {num_experts}")
+        require_size("d_model", d_model)
+        require_size("num_experts", num_experts)
+        require_size("k", k, positive=False)  # its range is checked against num_experts below
         if not 1 <= k <= num_experts:
             raise ValueError(f"k must lie in [1, num_experts={num_experts}], got {k}; lower k or add experts")
         if isinstance(spec, str):

@@ -20,7 +20,7 @@ from iclr26.rgvfm.flows import (
 from iclr26.rgvfm.integrators import integrate
 from iclr26.rgvfm.manifolds import Euclidean, Lorentz, Manifold, Sphere
 from iclr26.rgvfm.metrics import checkerboard_coverage, geodesic_mmd2, knn_c2st, official_unwrap
-from iclr26.rgvfm.network import TimeMLP
+from iclr26.rgvfm.model import TimeMLP
 from iclr26.rgvfm.objectives import (
     conditional_velocity,
     curvature_gap,

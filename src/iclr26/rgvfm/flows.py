@@ -62,7 +62,7 @@ from iclr26.rgvfm.objectives import (
 )
 
 Network = Callable[[Tensor, Tensor], Tensor]
-"""f_θ(x, t): (B, D) points, (B, 1) times → (B, D) raw outputs (e.g. ``network.TimeMLP``)."""
+"""f_θ(x, t): (B, D) points, (B, 1) times → (B, D) raw outputs (e.g. ``model.TimeMLP``)."""
 
 DEFAULT_NOISE_SCALE = 0.1
 """σ of the input noise of the reproduced method (official ``--noise_scale`` 1e-1, ``scripts/main_sphere.py``)."""
@@ -95,14 +95,25 @@ class FlowMatcher(ABC):
         path: the manifold on which x_t moves (M for intrinsic models, R^D for extrinsic ones).
         noise_scale: σ ≥ 0 of the tangent noise added to the network input during training (default: the official
             0.1, :data:`DEFAULT_NOISE_SCALE`).
+        shuffle_time: a negative control, not a method: the network is trained on the batch's times permuted
+            across its rows, so it never learns where on the path a point is (the interpolant itself uses the true
+            times). A flow that must transport p0 onto the data cannot work so; sampling gives it the true time.
     """
 
-    def __init__(self, network: Network, *, path: Manifold, noise_scale: float = DEFAULT_NOISE_SCALE) -> None:
+    def __init__(
+        self,
+        network: Network,
+        *,
+        path: Manifold,
+        noise_scale: float = DEFAULT_NOISE_SCALE,
+        shuffle_time: bool = False,
+    ) -> None:
         if noise_scale < 0:
             raise ValueError(f"noise_scale must be >= 0, got {noise_scale}")
         self.network = network
         self.path = path
         self.noise_scale = noise_scale
+        self.shuffle_time = shuffle_time
 
     def training_loss(
         self,
@@ -139,6 +150,8 @@ class FlowMatcher(ABC):
             raise ValueError(f"t must have shape (B, 1) = ({x0.shape[0]}, 1), got {tuple(t.shape)}")
         x_t = geodesic_interpolant(self.path, x0, x1, t)
         x_in = self.path.perturb(x_t, scale=self.noise_scale, generator=generator)
+        if self.shuffle_time:  # the control: the network sees another row's time
+            t = t[torch.randperm(t.shape[0], generator=generator, device=t.device)]
         if rows is not None:
             x0, x1, t, x_t, x_in = x0[rows], x1[rows], t[rows], x_t[rows], x_in[rows]
         return self.objective(x0=x0, x1=x1, t=t, x_t=x_t, x_in=x_in)
@@ -181,6 +194,7 @@ class EndpointFlow(FlowMatcher):
         noise_scale: σ of the input noise (default 0.1, official).
         time_clip: upper clip c of 1/(1 - t) in the sampling velocity: ``"official"`` (default; 10 on Sⁿ, 5 on Hⁿ,
             20 in R^D), a number ≥ 1, or None for the unclipped log_x(μ)/(1 - t).
+        shuffle_time: the negative control of :class:`FlowMatcher` (off for the method).
 
     Raises:
         ValueError: if the two manifolds' ambient dimensions differ, or ``time_clip`` is a number below 1.
@@ -194,8 +208,9 @@ class EndpointFlow(FlowMatcher):
         endpoint_manifold: Manifold | None = None,
         noise_scale: float = DEFAULT_NOISE_SCALE,
         time_clip: TimeClip = "official",
+        shuffle_time: bool = False,
     ) -> None:
-        super().__init__(network, path=path, noise_scale=noise_scale)
+        super().__init__(network, path=path, noise_scale=noise_scale, shuffle_time=shuffle_time)
         if time_clip == "official":
             time_clip = official_time_clip(path)
         elif time_clip is not None and not time_clip >= 1:
@@ -256,6 +271,7 @@ class FlowSpec:
         intrinsic: whether the path (and the source distribution) lives on M rather than in R^D.
         predicts: what the network output means.
         geodesic_loss: whether the loss uses M's metric (else the Euclidean one of R^D).
+        shuffled_time: a negative control: trained on times permuted across the batch (not one of the paper's).
     """
 
     key: str
@@ -263,6 +279,7 @@ class FlowSpec:
     intrinsic: bool
     predicts: Literal["endpoint", "velocity"]
     geodesic_loss: bool
+    shuffled_time: bool = False
 
 
 FLOW_SPECS: dict[str, FlowSpec] = {
@@ -273,8 +290,18 @@ FLOW_SPECS: dict[str, FlowSpec] = {
         FlowSpec("rgvfm_ambient", "RG-VFM-R^D", intrinsic=False, predicts="endpoint", geodesic_loss=True),
         FlowSpec("rfm", "RFM", intrinsic=True, predicts="velocity", geodesic_loss=True),
         FlowSpec("rgvfm", "RG-VFM-M", intrinsic=True, predicts="endpoint", geodesic_loss=True),
+        FlowSpec(
+            "rgvfm_shuffled_t",
+            "RG-VFM-M, shuffled t",
+            intrinsic=True,
+            predicts="endpoint",
+            geodesic_loss=True,
+            shuffled_time=True,
+        ),
     )
 }
+PAPER_MODELS = ("cfm", "vfm", "rgvfm_ambient", "rfm", "rgvfm")
+"""The five models of the paper's table (the rest of :data:`FLOW_SPECS` are controls)."""
 
 
 def build_flow(
@@ -288,7 +315,8 @@ def build_flow(
     """The model ``key`` (one of :data:`FLOW_SPECS`) for data on ``manifold``, with the reproduction's defaults.
 
     Args:
-        key: ``cfm``, ``vfm``, ``rgvfm_ambient``, ``rfm`` or ``rgvfm``.
+        key: ``cfm``, ``vfm``, ``rgvfm_ambient``, ``rfm``, ``rgvfm`` (the paper's five) or the negative control
+            ``rgvfm_shuffled_t``.
         manifold: M, the data manifold.
         network: f_θ(x, t) on R^D, D = ``manifold.ambient_dim``.
         noise_scale: σ of the input noise (default 0.1, official).
@@ -310,5 +338,10 @@ def build_flow(
         return VelocityFlow(network, path=path, noise_scale=noise_scale)
     endpoint_manifold = manifold if spec.geodesic_loss else ambient
     return EndpointFlow(
-        network, path=path, endpoint_manifold=endpoint_manifold, noise_scale=noise_scale, time_clip=time_clip
+        network,
+        path=path,
+        endpoint_manifold=endpoint_manifold,
+        noise_scale=noise_scale,
+        time_clip=time_clip,
+        shuffle_time=spec.shuffled_time,
     )

@@ -38,8 +38,11 @@ So the closed forms are written here and tested against geoopt in float64 on gen
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
@@ -97,6 +100,30 @@ def inv_sinhc(r: Tensor) -> Tensor:
     """r/sinh(r), with the Taylor series 1 - r²/6 + 7r⁴/360 near 0."""
     r2 = r * r
     return _series_or(r, 1 - r2 / 6 + 7 * r2 * r2 / 360, lambda s: s / torch.sinh(s))
+
+
+_POINT_CHECKS = contextvars.ContextVar("rgvfm_point_checks", default=True)
+
+
+@contextlib.contextmanager
+def point_checks(enabled: bool) -> Iterator[None]:
+    """Turn the on-manifold checks of :meth:`Manifold.check` (and the ``t < 1`` check of the endpoint velocity) on
+    or off inside the block.
+
+    Each check reads one value back to the host, which on a GPU makes the device wait for Python; a training or
+    sampling loop whose points are on M by construction (projections, exponential maps) turns them off on CUDA.
+    Shape and dtype checks stay on.
+    """
+    token = _POINT_CHECKS.set(enabled)
+    try:
+        yield
+    finally:
+        _POINT_CHECKS.reset(token)
+
+
+def point_checks_enabled() -> bool:
+    """Whether the value checks of :func:`point_checks` are on (the default)."""
+    return _POINT_CHECKS.get()
 
 
 def point_tolerance(dtype: torch.dtype) -> float:
@@ -157,14 +184,15 @@ class Manifold(ABC):
 
     def check(self, x: Tensor, name: str) -> Tensor:
         """Return ``x`` after checking that it holds points of M: shape (..., D), finite, and satisfying M's
-        defining constraint within :func:`point_tolerance` of its dtype (:meth:`constraint_error`).
+        defining constraint within :func:`point_tolerance` of its dtype (:meth:`constraint_error`); only the shape
+        inside ``point_checks(False)``.
 
         Raises:
             ValueError: naming ``name`` if the shape is wrong, a coordinate is NaN or inf, or a point is off M
                 (the message gives how many, the worst violation, the tolerance and the fix: :meth:`proj`).
         """
         self.check_ambient(x, name)
-        if x.numel() == 0:
+        if x.numel() == 0 or not _POINT_CHECKS.get():
             return x
         tol = point_tolerance(x.dtype)
         with torch.no_grad():

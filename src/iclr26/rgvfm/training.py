@@ -21,9 +21,14 @@ The whole state (weights, Adam moments, EMA, best snapshot, generator, losses) c
 (:meth:`FlowTrainer.state` / :meth:`FlowTrainer.load`) as plain CPU tensors, so a run can stop after any step and
 continue bit for bit. Shapes: ``N`` data points, ``B`` batch, ``D`` ambient dimension.
 
-Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) :meth:`FlowTrainer.run` is data
-parallel with DistributedDataParallel, ``B`` staying the global batch: each rank computes the objective on its shard of
-the batch that every rank draws alike, and DDP averages the gradients (:meth:`FlowTrainer._run_data_parallel`).
+In a data-parallel world (the trainer's ``world``, a run's ``ctx.world``) the same step averages the gradients over the
+ranks through :func:`iclr26.common.distributed.data_parallel`, ``B`` staying the global batch: each rank computes the
+objective on its shard of the batch that every rank draws alike (:meth:`FlowTrainer.run`).
+
+On CUDA a step reads nothing back to the host: the loss is checked for NaN/inf when the segment ends (naming the first
+bad step), the best-loss snapshot is selected on the device, and the on-manifold checks of the objective are off
+(:func:`~iclr26.rgvfm.manifolds.point_checks`; its points are on M by construction). On the CPU every step is checked
+as it happens, with the same numbers.
 """
 
 from __future__ import annotations
@@ -37,9 +42,9 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
+from iclr26.common.distributed import SINGLE, World, all_reduce_sum, data_parallel, shard_range
 from iclr26.rgvfm.flows import FlowMatcher
-from iclr26.rgvfm.manifolds import Lorentz, Manifold, Sphere
+from iclr26.rgvfm.manifolds import Lorentz, Manifold, Sphere, point_checks
 
 Prior = Callable[[int, torch.Generator], Tensor]
 """p0 sampler: (n, generator) → (n, D) source points on the flow's path manifold."""
@@ -155,6 +160,7 @@ class FlowTrainer:
         epoch_steps: steps per epoch of the best-loss rule (default ⌈N / B⌉).
         ema_decay: d of the weight EMA, in [0, 1); 0 turns EMA off.
         fused: use ``Adam(fused=True)`` (default :func:`default_fused` of the data's device).
+        world: the processes training together (``ctx.world``); one process by default.
 
     Raises:
         ValueError: naming the argument for a non-positive batch size, lr or epoch_steps, an unknown checkpoint, an
@@ -175,6 +181,7 @@ class FlowTrainer:
         epoch_steps: int | None = None,
         ema_decay: float = 0.0,
         fused: bool | None = None,
+        world: World = SINGLE,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -191,7 +198,8 @@ class FlowTrainer:
             raise ValueError(
                 f"generator is on {generator.device} but data on {device}; create the generator on the data's device"
             )
-        self.flow, self.data, self.prior, self.generator = flow, data, prior, generator
+        self.flow, self.data, self.prior, self.generator, self.world = flow, data, prior, generator, world
+        self.deferred = device.type == "cuda"  # no host read inside a step (module docstring)
         self.params = list(parameters)
         self.batch_size = batch_size
         self.checkpoint = checkpoint
@@ -203,39 +211,91 @@ class FlowTrainer:
         self.losses: list[Tensor] = []
         self.ema = [p.detach().clone() for p in self.params] if ema_decay > 0 else None
         self.best: list[Tensor] | None = None
-        self.best_loss = math.inf
-        self.best_step = 0
+        self._best_loss: float | Tensor = math.inf  # a 0-dim tensor on the device when deferred
+        self._best_step: int | Tensor = 0
         self.seconds = 0.0
+
+    @property
+    def best_loss(self) -> float:
+        """The mean loss of the best epoch so far (inf before the first)."""
+        return float(self._best_loss)
+
+    @property
+    def best_step(self) -> int:
+        """The step after which :attr:`best` was taken (0 before the first epoch)."""
+        return int(self._best_step)
 
     def tracked(self) -> list[Tensor]:
         """The weights that the checkpoint rule snapshots and returns: the EMA when on, else the live weights."""
         return self.ema if self.ema is not None else [p.detach() for p in self.params]
 
     def run(self, steps: int, progress: Callable[[Iterable[int]], Iterable[int]] = iter) -> None:
-        """Take ``steps`` more optimiser steps.
+        """Take ``steps`` more optimiser steps (one step, whatever the world: module docstring).
+
+        Each rank of a data-parallel world draws the same global batch (x1, x0, t and the input noise) from the shared
+        generator and computes the objective on its contiguous shard of ``B / world_size`` rows; the shard's mean loss
+        is weighted by ``world_size ×`` its share of the batch, and the wrapper averages the gradients, so every rank
+        takes the global batch's step. The recorded loss is the global batch's mean, so the best-loss checkpoint and
+        the EMA agree on every rank. A 2-rank step equals the 1-process step up to float summation order.
 
         Raises:
-            ValueError: for ``steps`` < 0, or a non-finite loss (naming the step).
+            ValueError: for ``steps`` < 0, a batch smaller than the world, or a non-finite loss (naming the step).
+            TypeError: in a data-parallel world, for a network that is not an ``nn.Module``.
         """
         if steps < 0:
             raise ValueError(f"steps must be >= 0, got {steps}")
-        if current_world().is_distributed:
-            self._run_data_parallel(steps, progress)
-            return
-        device, data, generator, b = self.data.device, self.data, self.generator, self.batch_size
-        start = time.perf_counter()
-        for _ in progress(range(steps)):
-            x1 = data[torch.randint(data.shape[0], (b,), generator=generator, device=device)]
-            x0 = self.prior(b, generator)
-            t = torch.rand(b, 1, generator=generator, device=device)
-            loss = self.flow.training_loss(x0, x1, t, generator=generator)
-            if not torch.isfinite(loss):
-                raise ValueError(f"non-finite training loss {float(loss)} at step {self.step}")
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self.optimizer.step()
-            self._after_step(loss.detach())
+        world, device, data, generator, b = self.world, self.data.device, self.data, self.generator, self.batch_size
+        rows, share, weight = None, 1.0, 1.0
+        network = getattr(self.flow, "network", None)
+        if world.is_distributed:
+            if b < world.size:
+                raise ValueError(f"batch_size={b} is smaller than the {world.size} ranks; every rank needs a shard")
+            if not isinstance(network, nn.Module):
+                raise TypeError(f"data-parallel training needs an nn.Module network, got {type(network).__name__}")
+            mine = shard_range(b, world.rank, world.size)
+            rows, share = slice(mine.start, mine.stop), len(mine) / b
+            weight = share * world.size
+            self.flow.network = data_parallel(network, world, device=device)  # averages the gradients
+        shard = {} if rows is None else {"rows": rows}  # a rank's rows of the objective
+        start, first = time.perf_counter(), self.step
+        try:
+            with point_checks(not self.deferred):
+                for _ in progress(range(steps)):
+                    x1 = data[torch.randint(data.shape[0], (b,), generator=generator, device=device)]
+                    x0 = self.prior(b, generator)
+                    t = torch.rand(b, 1, generator=generator, device=device)
+                    loss = self.flow.training_loss(x0, x1, t, generator=generator, **shard)
+                    recorded = self._recorded_loss(loss, share)
+                    self.optimizer.zero_grad(set_to_none=True)
+                    (loss if rows is None else loss * weight).backward()
+                    self.optimizer.step()
+                    self._after_step(recorded)
+        finally:
+            if world.is_distributed:
+                self.flow.network = network
+        if self.deferred:
+            self._check_losses(first)
         self.seconds += time.perf_counter() - start
+
+    def _recorded_loss(self, loss: Tensor, share: float) -> Tensor:
+        """The step's loss as recorded: the global batch's mean (summed over the ranks), checked at once unless the
+        check is deferred to the segment's end."""
+        if self.world.is_distributed:
+            (total,) = all_reduce_sum([float(loss.detach()) * share])  # this rank's share of the batch's mean
+            if not math.isfinite(total):  # the same on every rank: all of them stop together
+                raise ValueError(f"non-finite training loss {total} at step {self.step}")
+            return torch.tensor(total, dtype=loss.dtype, device=loss.device)
+        if not self.deferred and not torch.isfinite(loss):
+            raise ValueError(f"non-finite training loss {float(loss)} at step {self.step}")
+        return loss.detach()
+
+    def _check_losses(self, first: int) -> None:
+        """The deferred check of the steps from ``first`` on (one host read)."""
+        recent = torch.stack(self.losses[first:]) if len(self.losses) > first else None
+        if recent is None or bool(torch.isfinite(recent).all()):
+            return
+        bad = first + int((~torch.isfinite(recent)).nonzero()[0, 0])
+        raise ValueError(f"non-finite training loss {float(self.losses[bad])} at step {bad}")
 
     def _after_step(self, loss: Tensor) -> None:
         """Record the step's loss, update the EMA and the best-loss checkpoint."""
@@ -244,50 +304,30 @@ class FlowTrainer:
         if self.ema is not None:
             with torch.no_grad():  # w̄ ← d w̄ + (1 - d) w
                 torch._foreach_lerp_(self.ema, [p.detach() for p in self.params], 1 - self.ema_decay)
-        if self.checkpoint == "best_loss" and self.step % self.epoch_steps == 0:
-            epoch_loss = float(torch.stack(self.losses[-self.epoch_steps :]).mean())
-            if epoch_loss < self.best_loss:  # official: strictly lower total loss of the epoch
-                self.best_loss, self.best_step = epoch_loss, self.step
-                self.best = [w.clone() for w in self.tracked()]
+        if self.checkpoint != "best_loss" or self.step % self.epoch_steps != 0:
+            return
+        epoch_loss = torch.stack(self.losses[-self.epoch_steps :]).mean()
+        if self.deferred:
+            self._select_best_on_device(epoch_loss)
+            return
+        epoch_loss = float(epoch_loss)
+        if epoch_loss < self._best_loss:  # official: strictly lower total loss of the epoch
+            self._best_loss, self._best_step = epoch_loss, self.step
+            self.best = [w.clone() for w in self.tracked()]
 
-    def _run_data_parallel(self, steps: int, progress: Callable[[Iterable[int]], Iterable[int]]) -> None:
-        """:meth:`run` under torchrun (:mod:`iclr26.common.distributed`): the batch stays the global batch.
-
-        Every rank draws the same global batch (x1, x0, t and the input noise) from the shared generator and
-        computes the objective on its contiguous shard of ``B / world_size`` rows; the shard's mean loss is weighted
-        by ``world_size ×`` its share of the batch, and DistributedDataParallel averages the gradients, so the
-        gradient is the global batch's mean-loss gradient and every rank takes the same Adam step. The recorded loss
-        is summed over the ranks (the global batch's mean), so the best-loss checkpoint and the EMA agree on every
-        rank. A 2-rank step equals the 1-process step up to float summation order.
-        """
-        world = current_world()
-        device, data, generator, b = self.data.device, self.data, self.generator, self.batch_size
-        if b < world.size:
-            raise ValueError(f"batch_size={b} is smaller than the {world.size} ranks; every rank needs a shard")
-        shard = shard_range(b, world.rank, world.size)
-        rows, share = slice(shard.start, shard.stop), len(shard) / b
-        network = self.flow.network
-        if not isinstance(network, nn.Module):
-            raise TypeError(f"data-parallel training needs an nn.Module network, got {type(network).__name__}")
-        ddp = nn.parallel.DistributedDataParallel(network, device_ids=[device.index] if device.type == "cuda" else None)
-        self.flow.network = ddp  # the objective calls the network through DDP, which averages the gradients
-        start = time.perf_counter()
-        try:
-            for _ in progress(range(steps)):
-                x1 = data[torch.randint(data.shape[0], (b,), generator=generator, device=device)]
-                x0 = self.prior(b, generator)
-                t = torch.rand(b, 1, generator=generator, device=device)
-                loss = self.flow.training_loss(x0, x1, t, generator=generator, rows=rows)
-                (total,) = all_reduce_sum([float(loss.detach()) * share])  # the global batch's mean loss
-                if not math.isfinite(total):  # the same on every rank: all of them stop together
-                    raise ValueError(f"non-finite training loss {total} at step {self.step}")
-                self.optimizer.zero_grad(set_to_none=True)
-                (loss * (share * world.size)).backward()
-                self.optimizer.step()
-                self._after_step(torch.tensor(total, dtype=loss.dtype, device=device))
-        finally:
-            self.flow.network = network
-        self.seconds += time.perf_counter() - start
+    @torch.no_grad()
+    def _select_best_on_device(self, epoch_loss: Tensor) -> None:
+        """The best-loss rule without a host read: the snapshot is overwritten where the epoch is strictly better."""
+        if self.best is None:  # the first complete epoch (a NaN epoch is caught by the deferred check)
+            self._best_loss = epoch_loss.clone()
+            self._best_step = torch.tensor(self.step, device=epoch_loss.device)
+            self.best = [w.clone() for w in self.tracked()]
+            return
+        better = epoch_loss < self._best_loss
+        for b, w in zip(self.best, self.tracked(), strict=True):
+            b.copy_(torch.where(better, w, b))
+        self._best_loss = torch.where(better, epoch_loss, self._best_loss)
+        self._best_step = torch.where(better, self.step, self._best_step)
 
     def selected(self) -> list[Tensor]:
         """The weights the protocol returns now: the best epoch's (``best_loss``, once an epoch is complete), else
@@ -333,7 +373,10 @@ class FlowTrainer:
         self.step = state.step
         self.ema = None if state.ema is None else [w.to(device).clone() for w in state.ema]
         self.best = None if state.best is None else [w.to(device).clone() for w in state.best]
-        self.best_loss, self.best_step = state.best_loss, state.best_step
+        self._best_loss, self._best_step = state.best_loss, state.best_step
+        if self.deferred and self.best is not None:
+            self._best_loss = torch.tensor(state.best_loss, dtype=self.best[0].dtype, device=device)
+            self._best_step = torch.tensor(state.best_step, device=device)
 
 
 @dataclass(frozen=True)
@@ -375,6 +418,7 @@ def train_flow(
     ema_decay: float = 0.0,
     fused: bool | None = None,
     progress: Callable[[Iterable[int]], Iterable[int]] = iter,
+    world: World = SINGLE,
 ) -> TrainResult:
     """Train ``flow`` with Adam on its objective and leave the protocol's weights in the network.
 
@@ -394,6 +438,7 @@ def train_flow(
         ema_decay: decay of an EMA of the weights (0 = off); when on, the EMA weights are checkpointed and returned.
         fused: ``Adam(fused=True)`` (default: on the CPU and CUDA, :func:`default_fused`).
         progress: wraps ``range(steps)`` (e.g. a progress bar).
+        world: the processes training together (``ctx.world``); one process by default.
 
     Returns:
         :class:`TrainResult`; the network holds the returned weights.
@@ -406,7 +451,7 @@ def train_flow(
         raise ValueError(f"steps must be positive, got {steps}")
     trainer = FlowTrainer(
         flow, parameters, data, prior, batch_size=batch_size, lr=lr, generator=generator, checkpoint=checkpoint,
-        epoch_steps=epoch_steps, ema_decay=ema_decay, fused=fused,
+        epoch_steps=epoch_steps, ema_decay=ema_decay, fused=fused, world=world,
     )  # fmt: skip
     trainer.run(steps, progress)
     trainer.load_selected()

@@ -246,7 +246,7 @@ def simulate(
         plan: the phase schedule (integer batch sizes).
         optimizer: ``"sgd"`` or ``"adam"``.
         n_seeds: independent runs averaged (>= 1).
-        generator: source of all randomness.
+        generator: source of all randomness; the simulation runs on its device.
         betas: Adam's (β1, β2), each in [0, 1).
         eps: Adam's ε.
         record_every: record the risk every this many steps (and at every phase end; >= 1).
@@ -268,11 +268,13 @@ def simulate(
         raise ValueError(f"simulate record_every must be >= 1, got {record_every}")
     if not all(0.0 <= b < 1.0 for b in betas):
         raise ValueError(f"simulate betas must lie in [0, 1), got {betas}")
-    lam = torch.as_tensor(problem.lam, dtype=torch.float64)
+    device = generator.device  # every draw and the state on the generator's device (a GPU runs the seeds at once)
+    lam = torch.as_tensor(problem.lam, dtype=torch.float64, device=device)
     sqrt_lam = lam.sqrt()
     D = lam.numel()
-    w_star = torch.randn(n_seeds, D, generator=generator, dtype=torch.float64) * torch.as_tensor(problem.m0).sqrt()
-    w = torch.zeros(n_seeds, D, dtype=torch.float64)
+    m0 = torch.as_tensor(problem.m0, device=device)
+    w_star = torch.randn(n_seeds, D, generator=generator, dtype=torch.float64, device=device) * m0.sqrt()
+    w = torch.zeros(n_seeds, D, dtype=torch.float64, device=device)
     m1, m2 = torch.zeros_like(w), torch.zeros_like(w)
     sigma = math.sqrt(problem.noise_var)
     t = 0
@@ -280,8 +282,10 @@ def simulate(
     def step(eta: float, batch_f: float) -> None:
         nonlocal t
         batch = int(batch_f)
-        x = torch.randn(n_seeds, batch, D, generator=generator, dtype=torch.float64) * sqrt_lam  # (S, B, D)
-        noise = sigma * torch.randn(n_seeds, batch, generator=generator, dtype=torch.float64)  # (S, B)
+        x = (
+            torch.randn(n_seeds, batch, D, generator=generator, dtype=torch.float64, device=device) * sqrt_lam
+        )  # (S, B, D)
+        noise = sigma * torch.randn(n_seeds, batch, generator=generator, dtype=torch.float64, device=device)  # (S, B)
         resid = torch.einsum("sbd,sd->sb", x, w - w_star) - noise  # ⟨x, w⟩ - y
         g = torch.einsum("sbd,sb->sd", x, resid) / batch  # (S, D) minibatch gradient
         t += 1

@@ -227,7 +227,8 @@ class Seesaw:
         ValueError: naming the argument, for α ≤ 1, β < 1, a rule that would raise the LR at a cut, a base decay
             that is not non-increasing from 1, a cap that is not on the ramp or below B₀, a fractional batch size,
             or an unbounded ramp (no cap with a base decaying to 0); in the methods, for a token or step count
-            that is negative, NaN or infinite.
+            that is negative, NaN or infinite, and for a token count past ``total_tokens`` (the schedule is defined
+            on the budget only: it refuses rather than extrapolating the final LR).
     """
 
     peak_lr: float
@@ -331,28 +332,29 @@ class Seesaw:
         """Decay progress ``p = (n - n_w) / (N - n_w)`` clipped to [0, 1].
 
         Raises:
-            ValueError: if ``tokens`` is negative, NaN, infinite or not a number (as in every method taking it).
+            ValueError: if ``tokens`` is negative, NaN, infinite, not a number or past ``total_tokens`` (as in every
+                method taking it: the schedule is defined on ``[0, total_tokens]``).
         """
-        _require_count("tokens", tokens)
+        _require_within("tokens", tokens, self.total_tokens)
         return min(1.0, max(0.0, (tokens - self.warmup_tokens) / (self.total_tokens - self.warmup_tokens)))
 
     def cuts(self, tokens: float) -> float:
         """``k``: the cuts the base schedule has made after ``tokens`` tokens (0 during warmup, ∞ where f = 0)."""
-        _require_count("tokens", tokens)
+        _require_within("tokens", tokens, self.total_tokens)
         if tokens < self.warmup_tokens:
             return 0.0
         return cut_count(self.base(self.progress(tokens)), self.alpha)
 
     def batch_size(self, tokens: float) -> int:
         """Step 4: ``B = B₀ β^{min(k, K)}`` samples for a step starting after ``tokens`` tokens."""
-        _require_count("tokens", tokens)
+        _require_within("tokens", tokens, self.total_tokens)
         if self.growth == 1.0:
             return self.base_batch_size
         return self._ramp_batch(int(min(self.cuts(tokens), self.max_growths)))
 
     def lr(self, tokens: float) -> float:
-        """Steps 1–5: the learning rate of a step starting after ``tokens`` tokens."""
-        _require_count("tokens", tokens)
+        """Steps 1–5: the learning rate of a step starting after ``tokens`` tokens (``tokens ≤ total_tokens``)."""
+        _require_within("tokens", tokens, self.total_tokens)
         if tokens < self.warmup_tokens:
             # Step 1: the base warmup, unchanged.
             return self.peak_lr * (tokens + 1) / self.warmup_tokens
@@ -377,7 +379,7 @@ class Seesaw:
         ``"per_token"``: ``ρ = (η_base / η) · (B / B₀) = (a β / α)^{min(k, K)}`` with ``η_base`` the base schedule's
         LR (same staircase or smooth curve), so that ``η ρ λ / B = η_base λ / B₀``; ``"none"``: 1.
         """
-        _require_count("tokens", tokens)
+        _require_within("tokens", tokens, self.total_tokens)
         if self.weight_decay_correction == "none" or tokens < self.warmup_tokens:
             return 1.0
         k_ramp = min(self.cuts(tokens), self.max_growths)
@@ -393,7 +395,7 @@ class Seesaw:
             ValueError: if ``step`` or ``tokens_seen`` is negative, NaN, infinite or not a number.
         """
         _require_count("step", step)
-        _require_count("tokens_seen", tokens_seen)
+        _require_within("tokens_seen", tokens_seen, self.total_tokens)
         return BatchPlan(self.lr(tokens_seen), self.batch_size(tokens_seen))
 
     def phases(self) -> list[Phase]:
@@ -454,6 +456,16 @@ def _require_real(owner: str, name: str, value: object) -> None:
     """Reject ``value`` unless it is a real number other than NaN (a bool is not one)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
         raise ValueError(f"{owner} {name} must be a real number, not NaN, got {value!r}")
+
+
+def _require_within(name: str, value: object, total: int) -> None:
+    """Reject a token count unless it is a finite number in ``[0, total]``: the schedule ends at the budget."""
+    _require_count(name, value)
+    if value > total:
+        raise ValueError(
+            f"Seesaw {name}={value!r} is past total_tokens={total}: the schedule ends at the budget (the run is over; "
+            "a loop that overshoots by a partial batch should ask for the schedule at total_tokens)"
+        )
 
 
 def _require_count(name: str, value: object) -> None:

@@ -47,11 +47,17 @@ class SeesawLR(LRScheduler):
         step_count: optimizer steps taken so far (``last_epoch``).
         tokens_seen: tokens consumed so far.
 
+    After the last step, which may end up to one sample past the budget, the LR and weight decay are those at
+    ``total_tokens`` (the schedule itself refuses a token count past its budget).
+
     Raises:
-        TypeError: if ``schedule`` is not a :class:`Seesaw` or ``optimizer`` not an ``Optimizer``.
+        TypeError: naming the argument, if ``optimizer`` is not a ``torch.optim.Optimizer`` or ``schedule`` not a
+            :class:`Seesaw`.
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, schedule: Seesaw, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(f"SeesawLR optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
         if not isinstance(schedule, Seesaw):
             raise TypeError(f"SeesawLR schedule must be a Seesaw, got {type(schedule).__name__}")
         self.schedule = schedule
@@ -120,19 +126,24 @@ class SeesawLR(LRScheduler):
     def get_lr(self) -> list[float]:
         """Chainable form: each group's current LR times ``m(n) / m(n_prev)`` (closed form at the start or when
         ``m(n_prev) = 0``)."""
-        m_new = self.schedule.multiplier(self.tokens_seen)
-        m_old = self.schedule.multiplier(self._tokens_before)
+        m_new = self.schedule.multiplier(self._clamped(self.tokens_seen))
+        m_old = self.schedule.multiplier(self._clamped(self._tokens_before))
         if self._is_initial or m_old == 0.0:
             return self._get_closed_form_lr()
         return [group["lr"] * (m_new / m_old) for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[float]:
         """``initial_lr · m(n)`` for each group."""
-        m = self.schedule.multiplier(self.tokens_seen)
+        m = self.schedule.multiplier(self._clamped(self.tokens_seen))
         return [base * m for base in self.base_lrs]
 
+    def _clamped(self, tokens: int) -> int:
+        """``tokens`` capped at the budget: the last step may end up to one sample past it (its batch is cut to
+        ``ceil(remaining / T)`` samples), and the schedule is defined on ``[0, total_tokens]`` only."""
+        return min(tokens, self.schedule.total_tokens)
+
     def _apply_weight_decay(self) -> None:
-        rho = self.schedule.weight_decay_multiplier(self.tokens_seen)
+        rho = self.schedule.weight_decay_multiplier(self._clamped(self.tokens_seen))
         if self.schedule.weight_decay_correction == "none":
             return
         for group in self.optimizer.param_groups:
