@@ -7,7 +7,7 @@ import pytest
 
 from iclr26 import cli
 from iclr26.common.config import ConfigError
-from iclr26.page4d.experiment import Page4DConfig
+from iclr26.page4d.config import Page4DConfig
 from iclr26.page4d.scene import generate_scene
 
 

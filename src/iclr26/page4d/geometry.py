@@ -1,7 +1,6 @@
 """Camera and depth evaluation: Umeyama Sim(3) alignment, ATE, RPE, AbsRel, δ<1.25, mask IoU, pose encodings.
 
-Paper-agnostic (imports only NumPy), written so it can move to ``iclr26.common`` unchanged once a second paper
-needs it. The protocols follow PAGE-4D's evaluation code (kaichen-z/PAGE4D ``eval/eval/relpose/evo_utils.py``:
+Paper-agnostic (imports only NumPy). The protocols follow PAGE-4D's evaluation code (kaichen-z/PAGE4D ``eval/eval/relpose/evo_utils.py``:
 evo's APE/RPE with ``align=True, correct_scale=True``, RMSE statistics, RPE over consecutive frames;
 ``eval/eval/video_depth``: median scale alignment before AbsRel and δ<1.25).
 

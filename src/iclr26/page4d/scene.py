@@ -1,7 +1,6 @@
 """Synthetic 4D scenes: a textured room, moving and static spheres, a moving pinhole camera; RGB, depth, motion.
 
-Paper-agnostic (imports only NumPy), written so it can move to ``iclr26.common`` unchanged once a second paper
-(e.g. UniSplat) needs rendered scenes with ground-truth cameras.
+Paper-agnostic (imports only NumPy and the shared cameras of :mod:`iclr26.common.cameras`).
 
 Conventions (those of VGGT/PAGE-4D's ``extrinsics``): OpenCV camera axes (x right, y down, z forward);
 ``extrinsics[i]`` is the camera-from-world matrix ``[R | t]`` (3, 4), ``X_cam = R X_world + t``; depth is the
