@@ -9,8 +9,10 @@ import pytest
 import torch
 
 from iclr26.common.config import ConfigError
-from iclr26.unisplat.experiment import UniSplatConfig, build_model, draw_sequence, evaluate, frames_of, train_model
+from iclr26.unisplat.config import UniSplatConfig
+from iclr26.unisplat.experiment import build_model, draw_sequence, evaluate, train_model
 from iclr26.unisplat.model import StaticMemory
+from iclr26.unisplat.training import frames_of
 from iclr26.unisplat.world import SKY
 
 SMALL = replace(UniSplatConfig.preset("smoke"), eval_frames=3)
