@@ -25,6 +25,13 @@ def _measured(**over) -> Measurements:
         "ate_dynamic": _arms(0.3, 0.8),  # page4d 20% better on dynamic scenes
         "ate_static": _arms(0.2, 1.0),  # and no better on static scenes: the control fails
         "absrel_dynamic": _arms(0.5, 1.0),  # depth on dynamic pixels unchanged
+        # the static model learned pose: half the ATE of its predictions on the wrong scene, a third of the constant
+        # predictor's rotation error; a straight line cannot match the paths
+        "rpe_rot_static": _arms(3.0, 1.0),
+        "ate_shuffled_static": _arms(0.4, 1.0),
+        "ate_constant_static": [0.45 * (1 + e) for e in NOISE],
+        "rpe_rot_constant_static": [8.0 * (1 + e) for e in NOISE],
+        "ate_line": [0.12 * (1 + e) for e in NOISE],
         "frozen_unchanged": True,
         "trained_changed": True,
     }
@@ -39,7 +46,8 @@ def test_held_when_the_method_wins_depth_holds_and_the_control_fails():
     v = verdict(_measured(), CONFIG)
     assert v.status == "held", v.measurement
     assert v.evidence["control_static_ate_vs_naive"]["passes"] is False
-    assert set(v.evidence["thresholds"]) == {"ate_margin", "depth_tolerance", "confidence"}
+    assert set(v.evidence["thresholds"]) == {"ate_margin", "depth_tolerance", "confidence", "pose_gate_margin",
+                                             "line_gate_ratio"}  # fmt: skip
 
 
 def test_a_passing_control_makes_it_not_held():
@@ -62,6 +70,26 @@ def test_each_comparison_can_make_it_not_held(over, failing):
     v = verdict(_measured(**over), CONFIG)
     assert v.status == "not held"
     assert v.evidence[failing]["passes"] is False
+
+
+@pytest.mark.parametrize(
+    ("over", "gate"),
+    [
+        # a static model that ignores its input: its ATE on its own scene is that on another scene
+        (
+            {"ate_shuffled_static": {**_arms(0.4, 1.0), "frozen": _arms(0.2, 1.0)["frozen"]}},
+            "static_model_learned_pose",
+        ),
+        # a static model that predicts no rotation: RPE rotation equal to the true turn per frame
+        ({"rpe_rot_static": _arms(8.0, 1.0)}, "static_model_learned_pose"),
+        # straight paths at constant speed: any line scores ATE ~0
+        ({"ate_line": [1e-16] * 6}, "metric_tells_a_line_from_the_path"),
+    ],
+)
+def test_a_test_bed_that_cannot_show_the_effect_is_inconclusive(over, gate):
+    for measured in (_measured(**over), _measured(ate_static=_arms(0.2, 0.8), **over)):
+        v = verdict(measured, CONFIG)
+        assert v.status == "inconclusive" and v.failed_gates == (gate,)
 
 
 @pytest.mark.parametrize("gate", ["frozen_unchanged", "trained_changed"])

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from iclr26.common.config import ConfigError, ExperimentConfig, opt, require
 from iclr26.page4d.aggregator import MaskSchedule
 from iclr26.page4d.data import load_sequences
+from iclr26.page4d.scene import CameraMotion
 
 __all__ = ["Page4DConfig"]
 
@@ -38,13 +39,26 @@ class Page4DConfig(ExperimentConfig):
     )
     n_objects: int = opt(3, "spheres per scene, static or moving (not in the paper)", ge=1, le=16)
     camera_step: float = opt(
-        0.5, "camera displacement per frame in room units (room half-size 4; not in the paper: ~5 px of image motion "
-        "per frame at 32 px, since a pilot with half this motion left the static model unable to learn pose)",
-        gt=0, le=2,
+        0.5, "mean camera displacement per frame in room units (room half-size 4; not in the paper: ~5 px of image "
+        "motion per frame at 32 px)", gt=0, le=1,
     )  # fmt: skip
+    speed_jitter: float = opt(
+        0.7, "each frame's displacement is camera_step·U(1−j, 1+j) (not in the paper: a path at constant speed "
+        "makes any equally spaced prediction score ATE ≈ 0 up to its direction)", ge=0, le=1,
+    )  # fmt: skip
+    curve_deg: float = opt(
+        40.0, "the direction of travel turns by U(−c, c) degrees per frame (not in the paper: on a straight path any "
+        "collinear prediction gets a Sim(3)-aligned ATE of ~0)", ge=0, le=180,
+    )  # fmt: skip
+    stop_prob: float = opt(0.2, "chance that the camera stops for a frame (not in the paper; handheld video stops)",
+                           ge=0, le=1)  # fmt: skip
     turn_deg: float = opt(
-        8.0, "camera rotation per frame, degrees (not in the paper; chosen with camera_step)", ge=0, le=45
+        8.0, "mean camera rotation per frame, degrees (not in the paper; chosen with camera_step)", ge=0, le=45
     )
+    turn_jitter: float = opt(
+        0.5, "each frame's rotation is turn_deg·U(1−j, 1+j) with a sign drawn per frame (not in the paper: the "
+        "camera turns both ways)", ge=0, le=1,
+    )  # fmt: skip
     object_speed: float = opt(
         0.6, "moving spheres' displacement per frame (not in the paper; about the camera's)", gt=0, le=2
     )
@@ -93,6 +107,17 @@ class Page4DConfig(ExperimentConfig):
     confidence: float = opt(
         0.95, "one-sided confidence of the paired bounds (fixed before the first run)", gt=0.5, lt=1
     )
+    pose_gate_margin: float = opt(
+        0.2, "gate: relative reduction the static model must reach on static test scenes, of its ATE against another "
+        "scene's path and of the constant-pose predictor's RPE rotation (mean over seeds, one-sided lower bound > 0), "
+        "before any pose comparison counts (not in the paper; fixed before the record: a model that has not learned "
+        "pose leaves the mask nothing to improve)", ge=0, le=1,
+    )  # fmt: skip
+    line_gate_ratio: float = opt(
+        0.15, "gate: the best straight-line, constant-speed trajectory's ATE on the test paths, over the "
+        "constant-pose ATE, must reach this ratio, so that the metric can tell a line from the path (not in the "
+        "paper; fixed before the record)", ge=0, le=1,
+    )  # fmt: skip
     device: str = opt("cpu", "torch device: cpu, cuda, cuda:N or auto (gpu preset: cuda)")
     data: Path | None = opt(
         None, "user sequences: a folder of .npz (or one .npz) with keys images, depths, extrinsics, intrinsics "
@@ -108,6 +133,17 @@ class Page4DConfig(ExperimentConfig):
                 "finetune_scenes": 1000, "finetune_steps": 2000, "batch_size": 16, "n_frames": 8, "n_test": 64,
                 "device": "cuda"},
     }  # fmt: skip
+
+    #: A slice of the gpu preset for the device check: the same model and batch, a few steps, one seed, a small
+    #: scene pool (scenes are ray cast on the CPU, about 16 ms per 8-frame scene at 64 px).
+    GPU_SLICE: ClassVar[dict[str, Any]] = {"n_seeds": 1, "pretrain_steps": 200, "pretrain_scenes": 400,
+                                           "finetune_steps": 100, "finetune_scenes": 100, "n_test": 16}  # fmt: skip
+
+    def work(self) -> float:
+        """Training sequences processed (pre-training and the three fine-tuned arms of every seed) plus a third of
+        the evaluated ones (a forward pass without backward), all of the config's model and frame size."""
+        train = (self.pretrain_steps + 3 * self.n_seeds * self.finetune_steps) * self.batch_size
+        return float(train + self.n_seeds * 4 * 2 * self.n_test / 3)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -136,6 +172,11 @@ class Page4DConfig(ExperimentConfig):
         require(len(seqs) >= 2, "data", f"need >= 2 sequences (fine-tune and test halves), got {len(seqs)}")
         require(any(s.dynamic_mask.any() for s in seqs[len(seqs) // 2 :]), "data",
                 "the test half holds no dynamic pixel (dynamic_mask is all zero)")  # fmt: skip
+
+    def motion(self) -> CameraMotion:
+        """The camera motion of the synthetic scenes."""
+        return CameraMotion(step=self.camera_step, speed_jitter=self.speed_jitter, curve_deg=self.curve_deg,
+                            stop_prob=self.stop_prob, turn_deg=self.turn_deg, turn_jitter=self.turn_jitter)  # fmt: skip
 
     def schedule(self) -> MaskSchedule:
         """PAGE-4D's mask schedule in fine-tuning steps; the mask stays on when both fractions are 1."""

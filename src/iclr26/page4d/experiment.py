@@ -38,7 +38,9 @@ from iclr26.page4d.data import batch_tensors, load_sequences
 from iclr26.page4d.finetune import GroupSpec, apply_recipe, train_step, trainable_groups
 from iclr26.page4d.geometry import (
     absolute_trajectory_error,
+    constant_pose_errors,
     depth_metrics,
+    line_fit_ate,
     mask_iou,
     pose_encoding_to_extrinsics,
     relative_pose_error,
@@ -51,12 +53,15 @@ __all__ = [
     "ARMS",
     "EXPERIMENT",
     "ArmResult",
+    "Baselines",
     "Pretrained",
     "arm_metrics",
+    "baselines",
     "build_model",
     "eval_alpha",
     "evaluate",
     "measurements",
+    "pooled_dynamic_absrel",
     "pretrain",
     "run",
     "run_arm",
@@ -67,14 +72,15 @@ __all__ = [
 
 ARMS = ("frozen", "naive", "full", "page4d")
 METRICS = ("ate", "rpe_trans", "rpe_rot", "absrel", "delta1", "absrel_static", "absrel_dynamic", "delta1_dynamic",
-           "mask_iou")  # fmt: skip
+           "n_dynamic", "mask_iou", "ate_shuffled")  # fmt: skip
 
 
-def build_model(config: Page4DConfig) -> TinyVGGT:
-    """The tiny VGGT of ``config``."""
-    return TinyVGGT(img_size=(config.img_size, config.img_size), patch=config.patch, dim=config.dim,
-                    depth=config.depth, heads=config.heads, middle=(config.middle_start, config.middle_stop),
-                    mask_hidden=config.mask_hidden)  # fmt: skip
+def build_model(config: Page4DConfig, device: torch.device | str | None = None) -> TinyVGGT:
+    """The tiny VGGT of ``config``, built on ``device`` (torch's default device if None)."""
+    with torch.device(device if device is not None else torch.get_default_device()):
+        return TinyVGGT(img_size=(config.img_size, config.img_size), patch=config.patch, dim=config.dim,
+                        depth=config.depth, heads=config.heads, middle=(config.middle_start, config.middle_stop),
+                        mask_hidden=config.mask_hidden)  # fmt: skip
 
 
 def scenes(config: Page4DConfig, seed: int, n: int, *, dynamic: bool) -> list[Scene4D]:
@@ -83,8 +89,8 @@ def scenes(config: Page4DConfig, seed: int, n: int, *, dynamic: bool) -> list[Sc
     rng = numpy_rng(seed)
     return [generate_scene(rng, n_frames=config.n_frames, height=config.img_size, width=config.img_size,
                            n_moving=int(rng.integers(1, config.max_moving + 1)) if dynamic else 0,
-                           n_objects=config.n_objects, camera_step=config.camera_step, turn_deg=config.turn_deg,
-                           object_speed=config.object_speed) for _ in range(n)]  # fmt: skip
+                           n_objects=config.n_objects, motion=config.motion(), object_speed=config.object_speed)
+            for _ in range(n)]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -111,16 +117,17 @@ def train(model: TinyVGGT, config: Page4DConfig, data: list[Scene4D], groups: li
         idx = rng.choice(len(data), size=min(config.batch_size, len(data)), replace=False)
         batch = batch_tensors([data[i] for i in idx], device)
         res = train_step(model, opt, specs, batch, step=step, total=steps, schedule=schedule,
-                         camera_weight=config.camera_weight, world=world, net=net)  # fmt: skip
+                         camera_weight=config.camera_weight, world=world, net=net,
+                         sync=device.type != "cuda")  # fmt: skip
         losses.append(res.loss)
-    return losses
+    return [float(x) for x in losses]  # on a GPU the one read-back of the run
 
 
-def pretrain(config: Page4DConfig, seed: int, *, world: World = SINGLE, device: torch.device | str = "cpu"
+def pretrain(config: Page4DConfig, seed: int, *, world: World = SINGLE, device: torch.device | str | None = None
              ) -> Pretrained:  # fmt: skip
     """Step 1: train every parameter but the mask head on static scenes, mask off."""
     torch.manual_seed(derive_seed(seed, "init"))
-    model = build_model(config).to(device)
+    model = build_model(config, device)
     pool = scenes(config, derive_seed(seed, "pretrain-data"), config.pretrain_scenes, dynamic=False)
     spec = GroupSpec(lr=config.pretrain_lr, warmup=0.05, weight_decay=config.weight_decay)
     groups = trainable_groups(model, "full", blocks=spec, mask_head=spec)
@@ -147,10 +154,9 @@ class ArmResult:
     changed: bool
 
 
-def _scene_metrics(out: dict[str, list[float]], sc: Scene4D, enc: np.ndarray, depth: np.ndarray,
+def _scene_metrics(out: dict[str, list[float]], sc: Scene4D, ext: np.ndarray, depth: np.ndarray,
                    mask: np.ndarray | None, patch: int) -> None:  # fmt: skip
     """Append one scene's metrics (see :func:`evaluate`) to ``out``."""
-    ext = pose_encoding_to_extrinsics(enc)
     out["ate"].append(absolute_trajectory_error(ext, sc.extrinsics))
     rt, rr = relative_pose_error(ext, sc.extrinsics)
     out["rpe_trans"].append(rt)
@@ -163,6 +169,7 @@ def _scene_metrics(out: dict[str, list[float]], sc: Scene4D, enc: np.ndarray, de
     dm = depth_metrics(depth, sc.depth, region=dyn)
     out["absrel_dynamic"].append(dm.abs_rel)
     out["delta1_dynamic"].append(dm.delta1)
+    out["n_dynamic"].append(float(dm.n_pixels))
     if mask is not None:
         h, w = dyn.shape[1] // patch, dyn.shape[2] // patch
         cover = dyn.reshape(dyn.shape[0], h, patch, w, patch).mean(axis=(2, 4))
@@ -173,7 +180,10 @@ def _scene_metrics(out: dict[str, list[float]], sc: Scene4D, enc: np.ndarray, de
 
 @torch.no_grad()
 def evaluate(model: TinyVGGT, data: list[Scene4D], *, alpha: float, batch_size: int = 16) -> dict[str, list[float]]:
-    """Per-scene ATE, RPE (trans, rot), depth AbsRel/δ<1.25 on all, static and dynamic pixels, and mask IoU.
+    """Per-scene ATE, RPE (trans, rot), depth AbsRel/δ<1.25 on all, static and dynamic pixels (with the count of
+    dynamic pixels, ``n_dynamic``), mask IoU, and ``ate_shuffled``: the ATE of scene i's predicted trajectory
+    against the next scene's true one (a predictor that ignores its input scores the same there as on its own
+    scene; NaN for a single scene).
 
     Depth is median-scaled per sequence over all pixels; the mask IoU compares patches with ``c < 0`` (attention
     suppressed for the pose pathway) to patches at least half covered by moving objects (NaN without a mask).
@@ -181,7 +191,8 @@ def evaluate(model: TinyVGGT, data: list[Scene4D], *, alpha: float, batch_size: 
     model.eval()
     model.alpha = alpha
     device = next(model.parameters()).device
-    out: dict[str, list[float]] = {k: [] for k in METRICS}
+    out: dict[str, list[float]] = {k: [] for k in METRICS if k != "ate_shuffled"}
+    predicted = []
     for start in range(0, len(data), batch_size):
         chunk = data[start : start + batch_size]
         pred = model(batch_tensors(chunk, device)["images"])
@@ -189,15 +200,19 @@ def evaluate(model: TinyVGGT, data: list[Scene4D], *, alpha: float, batch_size: 
         depth = pred.depth.double().cpu().numpy()
         masks = pred.mask.cpu().numpy() if pred.mask is not None else None
         for i, sc in enumerate(chunk):
-            _scene_metrics(out, sc, enc[i], depth[i], None if masks is None else masks[i], model.patch)
+            predicted.append(pose_encoding_to_extrinsics(enc[i]))
+            _scene_metrics(out, sc, predicted[-1], depth[i], None if masks is None else masks[i], model.patch)
+    n = len(data)
+    out["ate_shuffled"] = [absolute_trajectory_error(predicted[i], data[(i + 1) % n].extrinsics) if n > 1
+                           else float("nan") for i in range(n)]  # fmt: skip
     return out
 
 
 def run_arm(config: Page4DConfig, arm: str, pre: Pretrained, seed: int, finetune: list[Scene4D],
             tests: dict[str, list[Scene4D]], *, world: World = SINGLE,
-            device: torch.device | str = "cpu") -> ArmResult:  # fmt: skip
+            device: torch.device | str | None = None) -> ArmResult:  # fmt: skip
     """Step 3 for one arm: fine-tune from the pretrained weights (not ``frozen``) and evaluate."""
-    model = build_model(config).to(device)
+    model = build_model(config, device)
     model.load_state_dict(pre.state)
     torch.manual_seed(derive_seed(seed, "mask-init"))  # a fresh mask head per seed, the same in every arm
     for m in model.mask_head.modules():
@@ -237,8 +252,40 @@ def seed_mean(res: ArmResult, split: str, metric: str) -> float:
     return float(np.mean(vals)) if vals else float("nan")
 
 
-def measurements(results: dict[str, list[ArmResult]]) -> Measurements:
-    """The verdict's inputs: per-seed means of every arm."""
+def pooled_dynamic_absrel(res: ArmResult) -> float:
+    """The AbsRel over every dynamic pixel of a seed's dynamic test scenes (each scene weighted by its dynamic
+    pixels, so that a scene whose moving object is small or hidden weighs little)."""
+    n = np.asarray(res.dynamic["n_dynamic"])
+    err = np.nan_to_num(np.asarray(res.dynamic["absrel_dynamic"])) * n
+    return float(err.sum() / n.sum()) if n.sum() > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """Trajectory errors of trivial predictors on a seed's static test scenes (means over the scenes).
+
+    Attributes:
+        ate_constant: ATE of the constant-pose predictor.
+        rpe_trans_constant: its RPE translation.
+        rpe_rot_constant: its RPE rotation (degrees): the true rotation per frame.
+        ate_line: ATE of the best straight-line, constant-speed trajectory.
+    """
+
+    ate_constant: float
+    rpe_trans_constant: float
+    rpe_rot_constant: float
+    ate_line: float
+
+
+def baselines(data: list[Scene4D]) -> Baselines:
+    """:class:`Baselines` of the test scenes ``data``."""
+    const = np.array([constant_pose_errors(sc.extrinsics) for sc in data]).mean(axis=0)
+    line = float(np.mean([line_fit_ate(sc.extrinsics) for sc in data]))
+    return Baselines(float(const[0]), float(const[1]), float(const[2]), line)
+
+
+def measurements(results: dict[str, list[ArmResult]], base: list[Baselines]) -> Measurements:
+    """The verdict's inputs: per-seed means of every arm, and the trivial predictors' errors per seed."""
 
     def per_seed(split: str, metric: str) -> dict[str, list[float]]:
         return {a: [seed_mean(r, split, metric) for r in results[a]] for a in ARMS}
@@ -247,7 +294,12 @@ def measurements(results: dict[str, list[ArmResult]]) -> Measurements:
     return Measurements(
         ate_dynamic=per_seed("dynamic", "ate"),
         ate_static=per_seed("static", "ate"),
-        absrel_dynamic=per_seed("dynamic", "absrel_dynamic"),
+        absrel_dynamic={a: [pooled_dynamic_absrel(r) for r in results[a]] for a in ARMS},
+        rpe_rot_static=per_seed("static", "rpe_rot"),
+        ate_shuffled_static=per_seed("static", "ate_shuffled"),
+        ate_constant_static=[b.ate_constant for b in base],
+        rpe_rot_constant_static=[b.rpe_rot_constant for b in base],
+        ate_line=[b.ate_line for b in base],
         frozen_unchanged=all(r.frozen_unchanged for rs in results.values() for r in rs),
         trained_changed=all(r.changed for a in ("naive", "full", "page4d") for r in results[a]),
         mask_iou=float(np.mean(iou)) if iou else None,
@@ -273,12 +325,16 @@ def arm_metrics(results: dict[str, list[ArmResult]]) -> dict[str, dict[str, Any]
 def run(config: Page4DConfig, ctx: RunContext) -> Outcome:
     """Run the reproduction (module docstring) and judge the claim."""
     start = time.perf_counter()
+    if ctx.device.type == "cuda":  # TF32 matrix products on the GPU (the CPU path is float32 throughout)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     kw = {"world": ctx.world, "device": ctx.device}
     pre = ctx.unit("pretrain", lambda: pretrain(config, derive_seed(config.seed, "pretrain"), **kw))
     user = None
     if config.data is not None:
         user = load_sequences(config.data, n_frames=config.n_frames, img_size=(config.img_size, config.img_size))
     results: dict[str, list[ArmResult]] = {a: [] for a in ARMS}
+    base: list[Baselines] = []
     for k in ctx.progress(range(config.n_seeds), desc="seeds"):
         seed = derive_seed(config.seed, "seed", k)
         if user is not None:
@@ -288,6 +344,7 @@ def run(config: Page4DConfig, ctx: RunContext) -> Outcome:
             dyn_test = scenes(config, derive_seed(seed, "test-dynamic"), config.n_test, dynamic=True)
         tests = {"dynamic": dyn_test,
                  "static": scenes(config, derive_seed(seed, "test-static"), config.n_test, dynamic=False)}  # fmt: skip
+        base.append(baselines(tests["static"]))
         for arm in ARMS:
             res = ctx.unit(
                 f"seed{k}-{arm}",
@@ -295,10 +352,13 @@ def run(config: Page4DConfig, ctx: RunContext) -> Outcome:
             )
             results[arm].append(res)
             ctx.log(f"seed {k} {arm}: dynamic ATE {seed_mean(res, 'dynamic', 'ate'):.4f}")
-    measured = measurements(results)
+    measured = measurements(results, base)
     _plot(ctx, measured, results, pre)
     metrics = {
         "arms": arm_metrics(results),
+        "baselines_static": {f: [getattr(b, f) for b in base] for f in Baselines.__dataclass_fields__},
+        "dynamic_pixel_share": float(np.mean([r.dynamic["n_dynamic"] for r in results["frozen"]]))
+        / (config.n_frames * config.img_size**2),
         "tests": {k: v.record() for k, v in comparisons(measured, config).items()},
         "pretrain_final_loss": float(np.mean(pre.losses[-10:])),
     }

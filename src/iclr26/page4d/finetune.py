@@ -109,11 +109,15 @@ def trainable_groups(model: TinyVGGT, recipe: Recipe, *, blocks: GroupSpec,
 
 
 def apply_recipe(model: TinyVGGT, groups: list[tuple[list[nn.Parameter], GroupSpec]]) -> torch.optim.AdamW:
-    """Freeze every parameter not in ``groups`` (``requires_grad=False``) and build the AdamW over the groups."""
+    """Freeze every parameter not in ``groups`` (``requires_grad=False``) and build the AdamW over the groups (the
+    fused kernel when the model is on a GPU)."""
     keep = {id(p) for ps, _ in groups for p in ps}
     for p in model.parameters():
         p.requires_grad_(id(p) in keep)
-    return torch.optim.AdamW([{"params": ps, "lr": spec.lr, "weight_decay": spec.weight_decay} for ps, spec in groups])
+    cuda = {"fused": True} if next(model.parameters()).device.type == "cuda" else {}
+    return torch.optim.AdamW(
+        [{"params": ps, "lr": spec.lr, "weight_decay": spec.weight_decay} for ps, spec in groups], **cuda
+    )
 
 
 @dataclass(frozen=True)
@@ -125,11 +129,13 @@ class StepResult:
         camera: camera L1.
         depth: depth loss.
         alpha: the mask strength used.
+
+    The losses are 0-dim tensors instead of floats when the step was asked not to synchronise (``sync=False``).
     """
 
-    loss: float
-    camera: float
-    depth: float
+    loss: float | torch.Tensor
+    camera: float | torch.Tensor
+    depth: float | torch.Tensor
     alpha: float
 
 
@@ -146,6 +152,7 @@ def train_step(
     max_norm: float = 1.0,
     world: World = SINGLE,
     net: nn.Module | None = None,
+    sync: bool = True,
 ) -> StepResult:
     """One fine-tuning (or pre-training) step (the module docstring's steps 1–3), on this rank's shard of ``batch``.
 
@@ -169,7 +176,11 @@ def train_step(
         max_norm: gradient clipping norm (official 1).
         world: the run's processes (a one-process world by default).
         net: ``model`` as the ranks train it (:func:`~iclr26.common.distributed.data_parallel`); ``model`` if None.
+        sync: return the losses as floats (a host synchronisation on a GPU); else as detached 0-dim tensors, so
+            that a GPU loop reads them back once at its end. Under torchrun the losses are always floats.
 
+    On a GPU the forward pass runs under bfloat16 autocast (the official recipe trains in bf16); the losses are
+    computed in float32. On the CPU everything is float32.
     Raises:
         ValueError: if the batch has fewer scenes than there are ranks.
     """
@@ -179,9 +190,14 @@ def train_step(
     shard = shard_range(b, world.rank, world.size)
     rows, share = slice(shard.start, shard.stop), len(shard) / b
     _set_schedules(model, opt, specs, step=step, total=total, schedule=schedule)
-    pred = (model if net is None else net)(batch["images"][rows])
-    cam = pose_loss(pred.pose_enc, batch["pose_enc"][rows])
-    dep = depth_loss(pred.depth, batch["depth"][rows])
+    images = batch["images"][rows]
+    if images.device.type == "cuda":
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            pred = (model if net is None else net)(images)
+    else:
+        pred = (model if net is None else net)(images)
+    cam = pose_loss(pred.pose_enc.float(), batch["pose_enc"][rows])
+    dep = depth_loss(pred.depth.float(), batch["depth"][rows])
     # Loss = camera_weight · camera L1 + depth loss (official training_final.yaml)
     loss = camera_weight * cam + dep
     opt.zero_grad(set_to_none=True)
@@ -190,6 +206,8 @@ def train_step(
     params = [p for g in opt.param_groups for p in g["params"]]
     torch.nn.utils.clip_grad_norm_(params, max_norm)
     opt.step()
+    if world.size == 1 and not sync:
+        return StepResult(loss.detach(), cam.detach(), dep.detach(), float(model.alpha))
     if world.size == 1:
         return StepResult(loss.item(), cam.item(), dep.item(), float(model.alpha))
     total_loss, total_cam, total_dep = all_reduce_sum([x.item() * share for x in (loss, cam, dep)])
