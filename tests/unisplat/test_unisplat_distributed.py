@@ -13,8 +13,8 @@ from iclr26.common.config import ConfigError
 from iclr26.common.distributed import shard_range
 from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
 from iclr26.unisplat.config import UniSplatConfig
-from iclr26.unisplat.experiment import build_model, draw_sequence, train_model
-from iclr26.unisplat.training import LossWeights, batch_loss, drive_loss
+from iclr26.unisplat.experiment import build_model, draw_sequence, loss_weights, train_model
+from iclr26.unisplat.training import batch_loss, drive_loss
 from iclr26.unisplat.world import SKY
 from tests.conftest import smoke_two_ranks_and_one
 
@@ -38,7 +38,7 @@ def test_rank_shards_of_the_items_give_the_batch_loss_and_gradient():
         (draw_sequence(config, rng, config.train_frames), (0, 3)),
         (draw_sequence(config, rng, config.train_frames), (2, 4)),
     ]
-    weights = LossWeights(config.w_rgb, config.w_dyn, config.w_scale)
+    weights = loss_weights(config)
     full = torch.stack([drive_loss(model, seq, views, bg, weights) for seq, views in draws]).mean()
     full.backward()
     expected = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
@@ -69,7 +69,7 @@ def test_a_batch_of_drives_steps_on_the_mean_of_their_item_losses():
     order = numpy_rng(derive_seed(5, "order"))
     draws = [(seqs[int(order.integers(3))], (int(order.integers(3)), 3 + int(order.integers(2)))) for _ in range(2)]
     model = build_model(config, "dual", torch_generator(derive_seed(5, "init")))
-    weights = LossWeights(config.w_rgb, config.w_dyn, config.w_scale)
+    weights = loss_weights(config)
     expected = batch_loss(model, draws, range(4), torch.as_tensor(SKY, dtype=torch.float32), weights)
     assert result.losses == [pytest.approx(expected.item(), rel=1e-6)]
 

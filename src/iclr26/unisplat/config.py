@@ -75,6 +75,12 @@ class UniSplatConfig(ExperimentConfig):
     w_rgb: float = opt(5.0, "weight of the L1 RGB loss (official config: 5)", ge=0, le=1000)
     w_dyn: float = opt(0.05, "weight of the dynamic-logit loss (official config: 0.05 on the dynamic mask)", ge=0,
                        le=1000)  # fmt: skip
+    dyn_pos_weight_cap: float = opt(
+        100.0, "largest weight of the moving side of the dynamic BCE, which is weighted by the drive's static/moving "
+        "ratio (not in the paper; with ~3% moving Gaussians a plain BCE at weight 0.05 leaves every dynamic "
+        "probability near its prior and the filter never fires; class balancing is the standard remedy)", ge=1,
+        le=10_000,
+    )  # fmt: skip
     w_scale: float = opt(0.1, "weight of the L1 log-scale loss (notes: scale L1 weight 0.1)", ge=0, le=1000)
     history_quantile: float = opt(0.6, "share of history voxels kept by opacity, inside and outside the view "
                                   "(official config voxel_stream_quantile: 0.6)", gt=0, le=1)  # fmt: skip
@@ -91,17 +97,26 @@ class UniSplatConfig(ExperimentConfig):
     confidence: float = opt(
         0.95, "one-sided confidence of the paired lower bounds (fixed before the first run)", gt=0.5, lt=1
     )
+    device: str = opt("cpu", "torch device: cpu, cuda, cuda:N or auto (gpu preset: cuda)")
+    filter_recall_gate: float = opt(
+        0.5, "gate: share of the moving Gaussians (dynamic target >= 0.5) that the memory's filter must remove on the "
+        "test drives (not in the paper; fixed before the record: a filter that does not fire leaves the memory "
+        "holding moving cars, and the with/without-filter comparison measures nothing)", ge=0, le=1,
+    )  # fmt: skip
+    filter_precision_gate: float = opt(
+        0.5, "gate: share of what the filter removes that is moving (not in the paper; fixed before the record: a "
+        "filter that removes everything also 'fires on moving objects')", ge=0, le=1,
+    )  # fmt: skip
 
     SCALES: ClassVar[dict[str, dict[str, Any]]] = {
         "smoke": {"n_seeds": 2, "height": 16, "width": 24, "train_frames": 2, "eval_frames": 2, "train_sequences": 2,
                   "steps": 2, "n_test": 1, "grid_shape": (18, 10, 3), "voxel_size": 2.0, "dim": 4},
         "gpu": {"n_seeds": 8, "height": 64, "width": 96, "train_frames": 4, "eval_frames": 5, "train_sequences": 512,
-                "steps": 2000, "lr": 1e-3, "grid_shape": (72, 40, 12), "voxel_size": 0.5, "dim": 32, "n_test": 16},
+                "steps": 2000, "lr": 1e-3, "grid_shape": (72, 40, 12), "voxel_size": 0.5, "dim": 32, "n_test": 16,
+                "device": "cuda"},
     }  # fmt: skip
-    CPU_BOUND: ClassVar[str | None] = (
-        "the pure-PyTorch splatting renderer and dense scaffold run on the CPU at this size; the gpu preset is a "
-        "larger world on the CPU as well (gsplat is an optional backend of the renderer, not used by the reproduction)"
-    )
+    #: A slice of the gpu preset for the device check: one seed, a few steps and test drives, the same sizes.
+    GPU_SLICE: ClassVar[dict[str, Any]] = {"n_seeds": 1, "steps": 20, "train_sequences": 8, "n_test": 1}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -114,6 +129,12 @@ class UniSplatConfig(ExperimentConfig):
         n_voxels = self.grid_shape[0] * self.grid_shape[1] * self.grid_shape[2]
         require(n_voxels * self.dim <= 2 * 10**8, "grid_shape", f"{n_voxels} voxels x dim {self.dim} exceed the "
                 "2e8 scaffold values a run can hold")  # fmt: skip
+
+    def work(self) -> float:
+        """Adam steps over every model and seed, each streaming ``train_frames`` frames of ``batch_size`` drives,
+        plus the evaluation's streamed frames (six arms and two controls per test drive)."""
+        train = self.n_seeds * 4 * self.steps * self.batch_size * self.train_frames
+        return float(train + self.n_seeds * self.n_test * 8 * self.eval_frames)
 
     def grid(self) -> VoxelGrid:
         """The ego voxel grid."""
