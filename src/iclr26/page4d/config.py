@@ -135,7 +135,7 @@ class Page4DConfig(ExperimentConfig):
     }  # fmt: skip
 
     #: A slice of the gpu preset for the device check: the same model and batch, a few steps, one seed, a small
-    #: scene pool (scenes are ray cast on the CPU, about 16 ms per 8-frame scene at 64 px).
+    #: scene pool (scenes are ray cast on the CPU).
     GPU_SLICE: ClassVar[dict[str, Any]] = {"n_seeds": 1, "pretrain_steps": 200, "pretrain_scenes": 400,
                                            "finetune_steps": 100, "finetune_scenes": 100, "n_test": 16}  # fmt: skip
 
