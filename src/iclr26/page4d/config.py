@@ -81,9 +81,7 @@ class Page4DConfig(ExperimentConfig):
         "fine-tuned for ~10^2 steps needs more; the same value for naive, full and PAGE-4D)", gt=0, le=1,
     )  # fmt: skip
     mask_lr_ratio: float = opt(2.0, "mask-head peak lr / block peak lr (official 2e-5 / 1e-5)", gt=0, le=100)
-    weight_decay: float = opt(
-        0.01, "AdamW weight decay of the blocks (official 0.01; mask head 0.02)", ge=0, le=1
-    )
+    weight_decay: float = opt(0.01, "AdamW weight decay of the blocks (official 0.01; mask head 0.02)", ge=0, le=1)
     camera_weight: float = opt(5.0, "camera loss weight (official training_final.yaml: 5)", ge=0, le=1000)
     mask_scale: float = opt(64.0, "alpha at full strength (official SpatialMaskHead_IMP.scale = 64)", ge=0, le=1000)
     mask_hold_frac: float = opt(

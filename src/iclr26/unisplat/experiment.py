@@ -300,13 +300,15 @@ def run(config: UniSplatConfig, ctx: RunContext) -> Outcome:
         for name in MODELS:
             states[name] = ctx.unit(
                 f"seed{k}-train-{name}",
-                lambda name=name, seqs=seqs, seed=seed: train_model(config, name, seqs, seed, world=ctx.world,
-                                                                    device=ctx.device),
+                lambda name=name, seqs=seqs, seed=seed: train_model(
+                    config, name, seqs, seed, world=ctx.world, device=ctx.device
+                ),
             )
             losses[name].append(states[name].losses)
             trained = trained and states[name].changed
-        ev = ctx.unit(f"seed{k}-eval",
-                      lambda states=states, seed=seed: seed_eval(config, states, seed, device=ctx.device))
+        ev = ctx.unit(
+            f"seed{k}-eval", lambda states=states, seed=seed: seed_eval(config, states, seed, device=ctx.device)
+        )
         summ = {c: {a: summary(v) for a, v in ev[c].items()} for c in ("main", "control")}
         per_seed.append(summ)
         m = summ["main"]

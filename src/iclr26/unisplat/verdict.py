@@ -129,8 +129,10 @@ def verdict(m: Measurements, config: UniSplatConfig) -> Verdict:
         **{name: _brief(x) for name, x in t.items()},
         "reported": {name: _brief(x) for name, x in r.items()},
         "n_seeds": len(m.main["unisplat"]["psnr_out"]),
-        "thresholds": {n: threshold(config, n) for n in ("out_margin", "branch_margin", "confidence",
-                                                         "filter_recall_gate", "filter_precision_gate")},
+        "thresholds": {
+            n: threshold(config, n)
+            for n in ("out_margin", "branch_margin", "confidence", "filter_recall_gate", "filter_precision_gate")
+        },
     }
     measurement = (
         f"{len(m.main['unisplat']['psnr_out'])} seed(s): out-of-coverage PSNR UniSplat − single-frame "
