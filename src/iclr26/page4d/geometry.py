@@ -88,8 +88,11 @@ def umeyama(src: np.ndarray, dst: np.ndarray, *, with_scale: bool = True) -> Sim
     sign = np.ones(3)
     if np.linalg.det(u) * np.linalg.det(vt) < 0:
         sign[2] = -1.0  # a reflection: flip the least significant axis
+    # Umeyama (1991) Eq. 40: R = U S Vᵀ
     rot = u @ np.diag(sign) @ vt
+    # Eq. 42: s = tr(D S) / σ²_s
     scale = float((d * sign).sum() / var_s) if with_scale else 1.0
+    # Eq. 41: t = μ_d − s R μ_s
     return Sim3(scale=scale, rotation=rot, translation=mu_d - scale * rot @ mu_s)
 
 
