@@ -159,14 +159,12 @@ def test_run_all_goes_on_after_a_failing_paper(monkeypatch, capsys, tmp_path):
 
 def test_run_all_interrupted_stops_every_running_paper_and_starts_no_other(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(runall, "COMMAND", [sys.executable, "-c", FAKE_PAPER])
-    real_sleep = time.sleep
-
-    def sleep_then_ctrl_c(seconds):  # Ctrl-C once both running papers are at work
+    def pause_then_ctrl_c():  # Ctrl-C once both running papers are at work
         if len(list(tmp_path.glob("ready-*"))) == 2:
             raise KeyboardInterrupt
-        real_sleep(seconds)
+        time.sleep(0.2)
 
-    monkeypatch.setattr(runall.time, "sleep", sleep_then_ctrl_c)
+    monkeypatch.setattr(runall, "pause", pause_then_ctrl_c)
     status = runall.run_all(
         ["lamir", "hicra", "kern"], ["--slow", str(tmp_path)], out=tmp_path, scale="smoke", jobs=2, threads=None
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 
 from iclr26.common.experiment import Experiment
 
@@ -220,12 +221,16 @@ def paper(module: str) -> Paper:
 
 
 def is_implemented(module: str) -> bool:
-    """Whether ``iclr26.<module>.experiment`` exists (found without importing it)."""
+    """Whether ``iclr26.<module>.experiment`` exists, found without importing it or its package (a package's
+    ``__init__`` may import torch or a paper's optional dependency, which ``iclr26 list`` does not need)."""
     paper(module)
     try:
-        return importlib.util.find_spec(f"iclr26.{module}.experiment") is not None
+        package = importlib.util.find_spec(f"iclr26.{module}")
     except ModuleNotFoundError:
         return False
+    folders = list(package.submodule_search_locations or []) if package is not None else []
+    return any((Path(f) / "experiment.py").is_file() or (Path(f) / "experiment" / "__init__.py").is_file()
+               for f in folders)  # fmt: skip
 
 
 def implemented() -> list[Paper]:

@@ -23,8 +23,6 @@ import signal
 import sys
 from pathlib import Path
 
-import torch
-
 from iclr26.catalog import (
     PAPERS,
     MissingExtra,
@@ -267,6 +265,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seed must be an integer from 0 to {SEED_MAX}, got {args.seed}")
     threads = _threads(args)
     if threads:
+        import torch
+
         torch.set_num_threads(threads)
     world = world_from_env()
     if world.is_distributed and not args.help_config:

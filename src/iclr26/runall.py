@@ -67,6 +67,11 @@ class Job:
         return len(list((run_dir / UNITS_DIR).glob("*.pkl"))) if run_dir is not None else 0
 
 
+def pause() -> None:
+    """The wait between two looks at the running papers."""
+    time.sleep(0.5)
+
+
 def plan(modules: Sequence[str], argv_tail: list[str], out: Path, scale: str) -> list[Job]:
     """The jobs, longest expected first (papers never run before go first: their length is unknown)."""
     jobs = []
@@ -152,7 +157,7 @@ def run_all(
                 job.started = time.monotonic()
                 running.append(job)
                 print(f"[{job.module}] started", flush=True)
-            time.sleep(0.5)
+            pause()
             for job in [j for j in running if j.proc.poll() is not None]:
                 running.remove(job)
                 job.returncode, job.ended = job.proc.returncode, time.monotonic()

@@ -31,8 +31,7 @@ import traceback
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from iclr26.catalog import implemented, load_experiment, paper
 from iclr26.common.config import SCALE_NAMES, ConfigError, ExperimentConfig, apply_overrides
@@ -60,6 +59,9 @@ from iclr26.common.records import (
     write_json_atomic,
 )
 from iclr26.common.seeding import seed_everything
+
+if TYPE_CHECKING:
+    import torch
 
 
 class OutputError(ValueError):
@@ -126,6 +128,8 @@ def run_device(config: ExperimentConfig, world: World) -> torch.device:
     Raises:
         ConfigError: naming the ``device`` field, for a device this machine lacks.
     """
+    import torch
+
     name = getattr(config, "device", None)
     if not isinstance(name, str):
         return torch.device("cpu")

@@ -5,6 +5,6 @@ import pytest
 
 @pytest.fixture
 def tiny():
-    from iclr26.biasfree.tiny import tiny_random_lm
+    from iclr26.common.pretrained import random_llama
 
-    return tiny_random_lm(seed=0)
+    return random_llama(seed=0, name="tiny-random-llama")

@@ -1,7 +1,8 @@
 """Fixtures for the pretrained-LM tests: tiny random Llama models (a folder and a GGUF file) and the real SmolLM2.
 
-The tiny models are built in code in well under a second, so most tests use them; only the tests that are about
-SmolLM2-135M-Instruct itself share the session-scoped :func:`smollm2` fixture.
+The tiny models are built in code in well under a second (:func:`iclr26.common.pretrained.random_llama`), so most
+tests use them; only the tests that are about SmolLM2-135M-Instruct itself share the session-scoped
+:func:`smollm2` fixture.
 """
 
 from __future__ import annotations
@@ -14,61 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # ids 0, 1, 2 as in SmolLM2
-CHATML = (
-    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + "
-    "'\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
-TINY = {"hidden": 16, "ff": 32, "layers": 2, "heads": 2, "kv_heads": 1}
-
-
-def _byte_tokens() -> list[str]:
-    from transformers.convert_slow_tokenizer import bytes_to_unicode
-
-    table = bytes_to_unicode()
-    return [table[b] for b in range(256)]
+from iclr26.common.pretrained import TINY_LLAMA, random_llama
+from iclr26.common.pretrained.random_model import CHATML_TEMPLATE, SPECIAL_TOKENS, byte_tokens
 
 
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory) -> Path:
-    """A Hugging Face folder holding a random-init ``LlamaForCausalLM`` (2 layers, width 16, tied embeddings) and
-    a byte-level tokenizer with SmolLM2's special tokens and ChatML template (vocabulary 259)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    vocab = {token: i for i, token in enumerate(SPECIALS + _byte_tokens())}
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    backend.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        bos_token="<|im_start|>",
-        eos_token="<|im_end|>",
-        pad_token="<|im_end|>",
-        additional_special_tokens=["<|endoftext|>"],
-    )
-    tokenizer.chat_template = CHATML
-    config = LlamaConfig(
-        vocab_size=len(vocab),
-        hidden_size=TINY["hidden"],
-        intermediate_size=TINY["ff"],
-        num_hidden_layers=TINY["layers"],
-        num_attention_heads=TINY["heads"],
-        num_key_value_heads=TINY["kv_heads"],
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=2,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(config)
+    """A Hugging Face folder holding :func:`~iclr26.common.pretrained.random_llama` of :data:`TINY_LLAMA` (2 layers,
+    width 16, tied embeddings, float32) and its byte-level tokenizer with SmolLM2's special tokens and ChatML
+    template (vocabulary 259)."""
     folder = tmp_path_factory.mktemp("tiny-llama")
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    random_llama(TINY_LLAMA, seed=0, save_to=folder)
     return folder
 
 
@@ -87,8 +45,9 @@ def tiny_gguf(tmp_path_factory) -> Path:
     import numpy as np
 
     path = tmp_path_factory.mktemp("tiny-gguf") / "tiny-llama.gguf"
-    tokens = SPECIALS + _byte_tokens() + ["he"]
-    d, ff, n_layers, heads, kv = TINY["hidden"], TINY["ff"], TINY["layers"], TINY["heads"], TINY["kv_heads"]
+    tokens = [*SPECIAL_TOKENS, *byte_tokens(), "he"]
+    shape = TINY_LLAMA
+    d, ff, n_layers, heads, kv = shape.hidden, shape.intermediate, shape.layers, shape.heads, shape.kv_heads
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_context_length(256)
     writer.add_embedding_length(d)
@@ -103,13 +62,13 @@ def tiny_gguf(tmp_path_factory) -> Path:
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("default")
     writer.add_token_list(tokens)
-    writer.add_token_types([3] * len(SPECIALS) + [1] * (len(tokens) - len(SPECIALS)))
+    writer.add_token_types([3] * len(SPECIAL_TOKENS) + [1] * (len(tokens) - len(SPECIAL_TOKENS)))
     writer.add_token_merges(["h e"])  # transformers' GGUF reader needs at least one merge
     writer.add_bos_token_id(1)
     writer.add_eos_token_id(2)
     writer.add_pad_token_id(2)
     writer.add_add_bos_token(False)
-    writer.add_chat_template(CHATML)
+    writer.add_chat_template(CHATML_TEMPLATE)
     rng = np.random.default_rng(0)
 
     def tensor(name: str, *shape: int) -> None:

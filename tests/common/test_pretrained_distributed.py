@@ -1,11 +1,11 @@
 """Data-parallel LoRA training steps of ``iclr26.common.pretrained`` (DDP and FSDP2) under torchrun, gloo, 2 ranks.
 
 The launched script (``SCRIPT``) trains a tiny random Llama (``tiny_llama_dir``, float32) with LoRA: two
-:func:`sft_step` and one :func:`grpo_step` on a rollout sampled with per-prompt seeds. Each rank passes its shard
-of the 4 prompts (:func:`~iclr26.common.distributed.shard_range`). What the 2-rank run must equal: the same script
-in one process on the whole batch, i.e. identical sampled completions (per-prompt seeds make a prompt's samples
-independent of its batch) and the same losses and adapter weights up to float summation order (the halves' gradients
-are averaged by an all-reduce instead of summed in one backward).
+:func:`sft_step`, one :func:`grpo_step` on a rollout sampled with per-prompt seeds and one :func:`dpo_step`. Each
+rank passes its shard of the 4 prompts (:func:`~iclr26.common.distributed.shard_range`). What the 2-rank run must
+equal: the same script in one process on the whole batch, i.e. identical sampled completions (per-prompt seeds make
+a prompt's samples independent of its batch) and the same losses and adapter weights up to float summation order
+(the halves' gradients are averaged by an all-reduce instead of summed in one backward).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ import sys
 import torch
 
 from iclr26.common import distributed as D
-from iclr26.common.pretrained import add_lora, distribute, grpo_step, load_pretrained, sample_rollout, sft_step
+from iclr26.common.pretrained import (
+    adapters_disabled, add_lora, distribute, dpo_step, grpo_step, load_pretrained, sample_rollout, sft_step,
+)
 
 mode, folder, out = sys.argv[1:4]
 world = D.world_from_env()
@@ -49,6 +51,11 @@ roll = sample_rollout(
 )
 rewards = torch.tensor([float(len(t) % 3) for t in roll.texts]).reshape(-1, 3)
 grpo = grpo_step(lm, opt, roll, rewards=rewards, micro_batch_size=2, aggregation="token")
+chosen, rejected = ["three", "hi", "one two three", "red"], ["zero", "bye", "three two one", "loud"]
+shard = [x[mine.start : mine.stop] for x in (prompts, chosen, rejected)]
+with adapters_disabled(lm):
+    refs = [lm.sequence_logprobs(shard[0], replies, add_eos=True) for replies in shard[1:]]
+dpo = dpo_step(lm, opt, *shard, *refs, beta=0.5, micro_batch_size=1)
 state = {}
 for name, p in lm.model.named_parameters():
     if p.requires_grad:
@@ -59,7 +66,8 @@ if world.is_distributed:
     ids = [None] * world.size
     torch.distributed.all_gather_object(ids, roll.completion_ids)
 if world.is_main:
-    torch.save({"sft": sft, "grpo": grpo, "ids": sum(ids, []), "state": state, "parallel": lm.parallel}, out)
+    result = {"sft": sft, "grpo": grpo, "dpo": dpo, "ids": sum(ids, []), "state": state, "parallel": lm.parallel}
+    torch.save(result, out)
 D.destroy_process_group(synchronise=True)
 """
 
@@ -106,6 +114,9 @@ def test_two_ranks_take_the_one_process_step_on_the_whole_batch(mode, single_ste
     assert two["grpo"].n_tokens == one["grpo"].n_tokens
     for name in ("loss", "surrogate", "ratio_mean", "clip_fraction"):
         assert getattr(two["grpo"], name) == pytest.approx(getattr(one["grpo"], name), abs=TOLERANCE), name
+    assert two["dpo"].n_pairs == one["dpo"].n_pairs == 4 and two["dpo"].accuracy == one["dpo"].accuracy
+    for name in ("loss", "margin"):
+        assert getattr(two["dpo"], name) == pytest.approx(getattr(one["dpo"], name), abs=TOLERANCE), name
     assert two["state"].keys() == one["state"].keys() and len(one["state"]) > 0
     for name, value in one["state"].items():
         torch.testing.assert_close(two["state"][name], value, atol=TOLERANCE, rtol=0)

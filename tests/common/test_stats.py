@@ -82,6 +82,21 @@ def test_matches_scipy_ttest_rel():
         )
 
 
+def test_student_t_values_are_scipy_stats_t_bit_for_bit():
+    # paired_t evaluates the t distribution through scipy.special; its numbers are scipy.stats.t's exactly
+    rng = np.random.default_rng(3)
+    for n in (2, 3, 7, 30):
+        d = rng.normal(0.1, 1.0, (n, 6))
+        r = paired_t(d, level=0.9, confidence=0.975, null=0.05)
+        mean, se = d.mean(axis=0), d.std(axis=0, ddof=1) / np.sqrt(n)
+        assert np.array_equal(r.half_width, stats.t.ppf(0.95, n - 1) * se)
+        assert np.array_equal(r.lower, mean - stats.t.ppf(0.975, n - 1) * se)
+        assert np.array_equal(r.p_two_sided, 2 * stats.t.sf(np.abs(mean - 0.05) / se, n - 1))
+        assert np.array_equal(r.p_greater, stats.t.sf((mean - 0.05) / se, n - 1))
+        one = paired_t(d[:, 0], moments="exact")
+        assert one.p_greater == stats.t.sf(one.mean / one.se, n - 1)
+
+
 def test_element_wise_over_trailing_axes_equals_one_column_at_a_time():
     rng = np.random.default_rng(1)
     a, b = rng.normal(0.2, 1.0, (5, 4, 3)), rng.normal(0.0, 1.0, (5, 4, 3))  # (S, ...)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from iclr26.common.config import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def resolve_device(name: str) -> torch.device:
@@ -20,6 +23,8 @@ def resolve_device(name: str) -> torch.device:
     Raises:
         ConfigError: naming the ``device`` field when CUDA is requested but unavailable, or the name is unknown.
     """
+    import torch
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:

@@ -28,12 +28,12 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
-
-import torch
-import torch.distributed as dist
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from iclr26.common.seeding import derive_seed
+
+if TYPE_CHECKING:
+    import torch
 
 T = TypeVar("T")
 
@@ -138,6 +138,9 @@ def init_process_group(world: World, *, timeout: float | None = None) -> torch.d
     Raises:
         DistributedError: if the machine has fewer visible GPUs than ``LOCAL_RANK + 1``.
     """
+    import torch
+    import torch.distributed as dist
+
     device = None
     backend = "gloo"
     share = os.environ.get(SHARE_GPU_ENV, "") == "1"
@@ -166,6 +169,8 @@ def destroy_process_group(*, synchronise: bool = False) -> None:
             work), so no rank tears its gloo threads down while a peer still communicates. Only on a path every
             rank takes: after an error the peers may never arrive, and the barrier would wait out the timeout.
     """
+    import torch.distributed as dist
+
     if not dist.is_initialized():
         return
     if synchronise:
@@ -176,6 +181,8 @@ def destroy_process_group(*, synchronise: bool = False) -> None:
 
 def current_world() -> World:
     """The world of the initialised process group (rank, size, ``LOCAL_RANK``), or a one-process world."""
+    import torch.distributed as dist
+
     if not (dist.is_available() and dist.is_initialized()):
         return SINGLE
     local = os.environ.get("LOCAL_RANK", "0")
@@ -236,6 +243,8 @@ def data_parallel(
     Returns:
         The wrapper, or ``module`` itself when ``world`` has one process.
     """
+    import torch
+
     if not world.is_distributed:
         return module
     ids = [device.index if device.index is not None else world.local_rank] if device and device.type == "cuda" else None
@@ -246,6 +255,8 @@ def data_parallel(
 
 def all_gather_object(value: T, world: World) -> list[T]:
     """Every rank's ``value`` (any picklable object), in rank order; ``[value]`` in a one-process world."""
+    import torch.distributed as dist
+
     if not world.is_distributed:
         return [value]
     parts: list[Any] = [None] * world.size
@@ -263,6 +274,9 @@ def all_reduce_sum(values: Sequence[float] | torch.Tensor, *, device: torch.devi
     Returns:
         The sums, the same on every rank.
     """
+    import torch
+    import torch.distributed as dist
+
     tensor = torch.as_tensor(values, dtype=torch.float64).reshape(-1).to(device)
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
@@ -271,6 +285,8 @@ def all_reduce_sum(values: Sequence[float] | torch.Tensor, *, device: torch.devi
 
 def broadcast_object(value: T | None, *, src: int = 0) -> T:
     """Rank ``src``'s ``value`` on every rank (any picklable object; the other ranks' ``value`` is ignored)."""
+    import torch.distributed as dist
+
     if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
         return value  # type: ignore[return-value]
     box = [value]
@@ -301,6 +317,8 @@ def on_main(compute: Callable[[], T]) -> T:
 
 def barrier() -> None:
     """Wait for every rank (no-op without a process group)."""
+    import torch.distributed as dist
+
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         dist.barrier()
 

@@ -50,16 +50,18 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import torch
-from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
 from iclr26.common.config import ExperimentConfig
 from iclr26.common.distributed import SINGLE, World, broadcast_object
 from iclr26.common.seeding import derive_seed, seed_everything
 from iclr26.common.verdict import INCONCLUSIVE, STATUSES, Status, Verdict, status_of
+
+if TYPE_CHECKING:
+    import torch
+    from matplotlib.figure import Figure
 
 C = TypeVar("C", bound=ExperimentConfig)
 T = TypeVar("T")
@@ -127,6 +129,13 @@ class Outcome:
         )
 
 
+def _cpu() -> torch.device:
+    """The CPU device (torch imported when a context is made, not when this module is)."""
+    import torch
+
+    return torch.device("cpu")
+
+
 @dataclass
 class RunContext:
     """What a running reproduction may use: its output folder, units of work, plots, progress bars and a log.
@@ -153,7 +162,7 @@ class RunContext:
     units: list[str] = field(default_factory=list)
     resumed_units: list[str] = field(default_factory=list)
     world: World = SINGLE
-    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    device: torch.device = field(default_factory=_cpu)
     config_digest: str = ""
     on_unit: Callable[[], None] | None = None
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 
 def seed_everything(seed: int) -> None:
@@ -16,6 +19,8 @@ def seed_everything(seed: int) -> None:
     """
     if seed < 0:
         raise ValueError(f"seed must be non-negative, got {seed}")
+    import torch
+
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -23,6 +28,8 @@ def seed_everything(seed: int) -> None:
 
 def torch_generator(seed: int, device: str | torch.device = "cpu") -> torch.Generator:
     """A fresh ``torch.Generator`` on ``device`` seeded with ``seed``."""
+    import torch
+
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     return gen
