@@ -1,4 +1,4 @@
-"""Issue 19: PAGE-4D's fine-tuning step under torchrun: each rank's shard of the global batch, DDP gradient averaging.
+"""PAGE-4D's fine-tuning step under torchrun: each rank's shard of the global batch, DDP gradient averaging.
 
 The fast test checks the sharded step in one process (without a process group the reduction is the identity, so each
 rank's returned loss is its own weighted term); the slow one runs the smoke reproduction under ``torchrun`` with two
@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from iclr26.common.distributed import World
+from iclr26.page4d.config import Page4DConfig
 from iclr26.page4d.data import batch_tensors
-from iclr26.page4d.experiment import Page4DConfig, _scenes, build_model
-from iclr26.page4d.finetune import GroupSpec, data_parallel_step, train_step, trainable_groups
+from iclr26.page4d.experiment import build_model, scenes
+from iclr26.page4d.finetune import GroupSpec, train_step, trainable_groups
 from tests.conftest import smoke_two_ranks_and_one
 
 # Tolerance, 2 ranks vs 1 process with the same global batch (float32): DDP averages two half-batch gradients where one
@@ -44,7 +45,7 @@ def test_rank_shards_of_a_batch_give_the_global_loss_and_gradient():
     groups = trainable_groups(model, "page4d", blocks=spec, mask_head=spec)
     specs = [s for _, s in groups]
     opt = _Recorder([{"params": ps} for ps, _ in groups])
-    batch = batch_tensors(_scenes(config, 5, 3, dynamic=True))
+    batch = batch_tensors(scenes(config, 5, 3, dynamic=True))
     schedule = config.schedule()
     kw = {"step": 2, "total": 3, "schedule": schedule, "max_norm": 1e9}  # no clipping: compare raw gradients
     full = train_step(model, opt, specs, batch, **kw)
@@ -52,7 +53,7 @@ def test_rank_shards_of_a_batch_give_the_global_loss_and_gradient():
     expected = opt.grads
     parts, summed = [], None
     for rank in (0, 1):
-        parts.append(data_parallel_step(model, model, opt, specs, batch, World(rank=rank, size=2), **kw))
+        parts.append(train_step(model, opt, specs, batch, world=World(rank=rank, size=2), **kw))
         summed = opt.grads if summed is None else [a + b for a, b in zip(summed, opt.grads, strict=True)]
     for name in ("loss", "camera", "depth"):
         assert sum(getattr(p, name) for p in parts) == pytest.approx(getattr(full, name), rel=1e-6), name
@@ -61,7 +62,7 @@ def test_rank_shards_of_a_batch_give_the_global_loss_and_gradient():
         assert torch.allclose(got / 2, want, rtol=1e-4, atol=1e-7)
     assert any(g.abs().sum() > 0 for g in expected[-len(groups[-1][0]) :])  # the mask head has a gradient
     with pytest.raises(ValueError, match="smaller than the 4 ranks"):
-        data_parallel_step(model, model, opt, specs, batch, World(rank=0, size=4), **kw)
+        train_step(model, opt, specs, batch, world=World(rank=0, size=4), **kw)
 
 
 @pytest.mark.slow  # ~60 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun

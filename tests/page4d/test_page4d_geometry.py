@@ -8,8 +8,10 @@ import pytest
 from iclr26.common.cameras import camera_centers, rotation_from_axis_angle
 from iclr26.page4d.geometry import (
     absolute_trajectory_error,
+    constant_pose_errors,
     depth_metrics,
     extrinsics_to_pose_encoding,
+    line_fit_ate,
     mask_iou,
     matrix_to_quaternion,
     pose_encoding_to_extrinsics,
@@ -163,3 +165,36 @@ def test_quaternion_round_trip_and_a_hand_value():
     assert np.allclose(matrix_to_quaternion(np.diag([1.0, -1.0, -1.0])), [1, 0, 0, 0])
     ext = _trajectory(3)
     assert np.allclose(pose_encoding_to_extrinsics(extrinsics_to_pose_encoding(ext)), ext, atol=1e-10)
+
+
+def _cameras(centres, yaw_deg=None):
+    """Camera-from-world extrinsics (S, 3, 4) at ``centres`` (S, 3), turned about y by ``yaw_deg[i]`` degrees."""
+    out = []
+    for i, c in enumerate(np.asarray(centres, float)):
+        r = rotation_from_axis_angle(np.array([0.0, np.deg2rad(yaw_deg[i]) if yaw_deg is not None else 0.0, 0.0]))
+        out.append(np.concatenate([r, (-r @ c)[:, None]], axis=1))
+    return np.stack(out)
+
+
+def test_trivial_predictor_errors_hand_values():
+    straight = _cameras([[i, 0.0, 0.0] for i in range(4)], yaw_deg=[0.0, 10.0, 20.0, 30.0])
+    ate, trans, rot = constant_pose_errors(straight)
+    assert ate == pytest.approx(np.sqrt(1.25))  # centres 0..3 about their mean 1.5: sqrt(mean (i - 1.5)^2)
+    assert rot == pytest.approx(10.0)  # every step turns 10°, the constant predictor turns none
+    assert trans == pytest.approx(1.0)  # each step moves 1
+    assert line_fit_ate(straight) == pytest.approx(0.0, abs=1e-12)
+    # a stop: x = 0, 1, 1, 2. Least squares over i: slope 0.6, fit 0.1, 0.7, 1.3, 1.9; residuals ±0.1, ±0.3
+    stopped = _cameras([[0.0, 0, 0], [1.0, 0, 0], [1.0, 0, 0], [2.0, 0, 0]])
+    assert line_fit_ate(stopped) == pytest.approx(np.sqrt(0.05))
+
+
+def test_no_line_scores_below_the_line_fit_and_a_line_matches_a_straight_path():
+    rng = np.random.default_rng(3)
+    gt = _cameras(rng.normal(size=(5, 3)))
+    for _ in range(5):  # collinear, equally spaced predictions in random directions
+        a, b = rng.normal(size=3), rng.normal(size=3)
+        pred = _cameras([a + i * b for i in range(5)])
+        assert absolute_trajectory_error(pred, gt) >= line_fit_ate(gt) - 1e-9
+    line = _cameras([[0.5 * i, 0.1 * i, -0.2 * i] for i in range(5)])
+    pred = _cameras([[3.0 * i, 0.0, 0.0] for i in range(5)])
+    assert absolute_trajectory_error(pred, line) < 1e-9

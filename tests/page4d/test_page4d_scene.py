@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from iclr26.common.cameras import intrinsics_matrix
+from iclr26.page4d.config import Page4DConfig
 from iclr26.page4d.data import batch_tensors, load_sequence, load_sequences
-from iclr26.page4d.scene import Sphere, generate_scene, relative_to_first, render_frame
+from iclr26.page4d.geometry import absolute_trajectory_error, constant_pose_errors, line_fit_ate
+from iclr26.page4d.scene import CameraMotion, Sphere, camera_path, generate_scene, relative_to_first, render_frame
 
 EYE = np.concatenate([np.eye(3), np.zeros((3, 1))], axis=1)
 
@@ -115,3 +117,43 @@ def test_loader_errors_name_the_file_and_the_problem(tmp_path, over, n_frames, m
     assert "bad.npz" in str(err.value)
     with pytest.raises(ValueError, match="does not exist"):
         load_sequences(tmp_path / "nope", n_frames=3, img_size=(16, 16))
+
+
+def test_a_straight_line_predictor_does_not_score_ate_near_zero_on_the_reproductions_paths():
+    # On a straight path at constant speed every collinear, equally spaced prediction aligns onto the truth (ATE
+    # ~1e-16) whatever it learned; the reproduction's paths curve, change speed and stop, so it cannot.
+    config = Page4DConfig()
+    line = lambda i: np.concatenate([np.eye(3), np.array([[-0.4 * i], [0.0], [0.1 * i]])], axis=1)  # noqa: E731
+    pred = np.stack([line(i) for i in range(config.n_frames)])
+    rng = np.random.default_rng(0)
+    straight = [generate_scene(rng, n_frames=config.n_frames, height=8, width=8, n_moving=0) for _ in range(20)]
+    curved = [generate_scene(rng, n_frames=config.n_frames, height=8, width=8, n_moving=0, motion=config.motion())
+              for _ in range(20)]  # fmt: skip
+    assert max(absolute_trajectory_error(pred, s.extrinsics) for s in straight) < 1e-9
+    ate = [absolute_trajectory_error(pred, s.extrinsics) for s in curved]
+    const = [constant_pose_errors(s.extrinsics)[0] for s in curved]
+    assert np.mean(ate) > 0.05 and np.mean(ate) > config.line_gate_ratio * np.mean(const)
+    assert all(a >= line_fit_ate(s.extrinsics) - 1e-9 for a, s in zip(ate, curved, strict=True))
+
+
+def test_paths_stop_turn_both_ways_and_stay_in_the_room():
+    motion = CameraMotion(step=0.5, speed_jitter=0.7, curve_deg=40.0, stop_prob=0.5, turn_deg=8.0, turn_jitter=0.5)
+    rng = np.random.default_rng(1)
+    steps, turns = [], []
+    for _ in range(30):
+        ext = camera_path(rng, 6, motion)
+        c = -np.einsum("sji,sj->si", ext[:, :, :3], ext[:, :, 3])
+        assert np.abs(c).max() < 3.0  # inside the room's inner part
+        steps += list(np.linalg.norm(np.diff(c, axis=0), axis=1))
+        rel = np.einsum("sij,skj->sik", ext[1:, :, :3], ext[:-1, :, :3])  # R_{i+1} R_iᵀ
+        turns += list(np.sign(rel[:, 0, 2]))
+    assert min(steps) == 0.0 and max(steps) > 0.5  # stops and faster frames
+    assert 0.2 < np.mean(np.array(turns) > 0) < 0.8  # turns both ways
+
+
+def test_moving_spheres_are_in_view_in_every_frame_without_occluders():
+    rng = np.random.default_rng(2)
+    motion = Page4DConfig().motion()
+    for _ in range(10):
+        scene = generate_scene(rng, n_frames=4, height=32, width=32, n_moving=1, n_objects=1, motion=motion)
+        assert (scene.dynamic_mask.sum(axis=(1, 2)) > 0).all()

@@ -1,4 +1,4 @@
-"""Issue 19: UniSplat's trainer under torchrun: each rank's shard of the global batch's (drive, view) items.
+"""UniSplat's trainer under torchrun: each rank's shard of the global batch's (drive, view) items.
 
 The fast test checks the sharded loss in one process; the slow one runs the smoke reproduction under ``torchrun``
 with two gloo ranks and compares it with one process.
@@ -12,14 +12,9 @@ import torch
 from iclr26.common.config import ConfigError
 from iclr26.common.distributed import shard_range
 from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
-from iclr26.unisplat.experiment import (
-    UniSplatConfig,
-    _drive_loss,
-    build_model,
-    draw_sequence,
-    shard_loss,
-    train_model,
-)
+from iclr26.unisplat.config import UniSplatConfig
+from iclr26.unisplat.experiment import build_model, draw_sequence, loss_weights, train_model
+from iclr26.unisplat.training import batch_loss, drive_loss
 from iclr26.unisplat.world import SKY
 from tests.conftest import smoke_two_ranks_and_one
 
@@ -43,7 +38,8 @@ def test_rank_shards_of_the_items_give_the_batch_loss_and_gradient():
         (draw_sequence(config, rng, config.train_frames), (0, 3)),
         (draw_sequence(config, rng, config.train_frames), (2, 4)),
     ]
-    full = torch.stack([_drive_loss(config, model, seq, views, bg) for seq, views in draws]).mean()
+    weights = loss_weights(config)
+    full = torch.stack([drive_loss(model, seq, views, bg, weights) for seq, views in draws]).mean()
     full.backward()
     expected = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
     model.zero_grad(set_to_none=True)
@@ -51,7 +47,7 @@ def test_rank_shards_of_the_items_give_the_batch_loss_and_gradient():
     for rank in range(3):
         items = shard_range(4, rank, 3)
         share = len(items) / 4
-        loss = shard_loss(config, model, draws, items, bg)
+        loss = batch_loss(model, draws, items, bg, weights)
         (loss * (share * 3)).backward()
         terms.append(loss.item() * share)
         means.append(loss.item())
@@ -73,7 +69,8 @@ def test_a_batch_of_drives_steps_on_the_mean_of_their_item_losses():
     order = numpy_rng(derive_seed(5, "order"))
     draws = [(seqs[int(order.integers(3))], (int(order.integers(3)), 3 + int(order.integers(2)))) for _ in range(2)]
     model = build_model(config, "dual", torch_generator(derive_seed(5, "init")))
-    expected = shard_loss(config, model, draws, range(4), torch.as_tensor(SKY, dtype=torch.float32))
+    weights = loss_weights(config)
+    expected = batch_loss(model, draws, range(4), torch.as_tensor(SKY, dtype=torch.float32), weights)
     assert result.losses == [pytest.approx(expected.item(), rel=1e-6)]
 
 

@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 import torch
 
+from iclr26 import cli
 from iclr26.common.config import ConfigError
-from iclr26.unisplat.experiment import UniSplatConfig, build_model, draw_sequence, evaluate, frames_of, train_model
+from iclr26.unisplat.config import UniSplatConfig
+from iclr26.unisplat.experiment import build_model, draw_sequence, evaluate, train_model
 from iclr26.unisplat.model import StaticMemory
+from iclr26.unisplat.training import frames_of
 from iclr26.unisplat.world import SKY
 
 SMALL = replace(UniSplatConfig.preset("smoke"), eval_frames=3)
@@ -65,10 +68,30 @@ def test_smoke_run(smoke):
     record = smoke("unisplat")
     assert len(record["units"]) >= 2
     evidence = record["evidence"]
-    assert set(evidence["thresholds"]) == {"out_margin", "branch_margin", "confidence"}
+    assert set(evidence["thresholds"]) == {"out_margin", "branch_margin", "confidence", "filter_recall_gate",
+                                           "filter_precision_gate"}  # fmt: skip
+    assert set(evidence["gates"]) == {"dynamic_filter_fires", "models_trained"}
     assert all(t["source"] for t in evidence["thresholds"].values())
     assert {"out_of_coverage", "out_of_coverage_control", "dual_vs_point", "dual_vs_voxel"} <= set(evidence)
     arms = record["metrics"]["arms"]
     assert {"single", "fusion", "unisplat", "point", "voxel", "unisplat_nofilter"} == set(arms["main"])
     assert {"single", "unisplat"} == set(arms["control"])
-    assert len(evidence["out_of_coverage"]["per_seed"]) == 2
+    assert len(record["metrics"]["per_seed"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("setting", "field"),
+    [("steps=1e18", "steps"), ("height=100000", "height"), ("train_sequences=1e12", "train_sequences"),
+     ("grid_shape=512,512,512", "grid_shape"), ("lr=1e9", "lr"), ("n_seeds=0", "n_seeds")],
+)  # fmt: skip
+def test_out_of_range_values_are_refused_before_any_work(setting, field, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["run", "unisplat", "--scale", "smoke", "--set", setting, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"'{field}'" in err and len(err.splitlines()) == 1
+    assert not (out / "unisplat").exists()
+
+
+def test_zero_steps_is_an_ablation_whose_verdict_is_inconclusive(smoke):
+    record = smoke("unisplat", "--set", "steps=0", "--set", "n_seeds=2")
+    assert record["claim_held"] == "inconclusive" and "models_trained" in record["failed_gates"]

@@ -2,8 +2,6 @@
 
 Conventions: OpenCV camera axes (x right, y down, z forward); an extrinsic is the camera-from-world matrix
 ``[R | t]`` (3, 4), ``X_cam = R X_world + t``; depth is the z-coordinate in the camera frame. NumPy only.
-
-Moved unchanged from ``iclr26.page4d.scene`` when UniSplat (paper 8) needed the same cameras.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from iclr26.page4d.aggregator import (
     dynamics_bias_vectors,
     mask_strength,
 )
+from iclr26.page4d.config import Page4DConfig
 from iclr26.page4d.data import batch_tensors, load_sequence, load_sequences
 from iclr26.page4d.finetune import GroupSpec, StepResult, apply_recipe, train_step, trainable_groups, warmup_cosine
 from iclr26.page4d.geometry import (
@@ -29,6 +30,7 @@ __all__ = [
     "DynamicsMaskHead",
     "GroupSpec",
     "MaskSchedule",
+    "Page4DConfig",
     "Predictions",
     "Scene4D",
     "Sim3",

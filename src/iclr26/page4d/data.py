@@ -7,15 +7,17 @@ plus ``dynamic_mask``:
 
 - ``images``: (S, H, W, 3) or (S, 3, H, W), uint8 in 0..255 or float in [0, 1];
 - ``depths``: (S, H, W) z-depth, > 0 where valid (0 = invalid pixel);
-- ``extrinsics``: (S, 3, 4) camera-from-world (OpenCV axes);
+- ``extrinsics``: (S, 3, 4) camera-from-world (OpenCV axes); (S, 4, 4) homogeneous matrices are accepted when
+  their last row is ``[0, 0, 0, 1]``;
 - ``intrinsics``: (S, 3, 3);
-- ``dynamic_mask``: (S, H, W) bool/0-1, the ground-truth motion mask.
+- ``dynamic_mask``: (S, H, W) bool, 0/1 or 0/255, the ground-truth motion mask (non-zero = moving).
 
 Dimension letters: ``B`` sequences, ``S`` frames, ``H, W`` image size.
 """
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +31,9 @@ __all__ = ["REQUIRED_KEYS", "batch_tensors", "load_sequence", "load_sequences"]
 REQUIRED_KEYS = ("images", "depths", "extrinsics", "intrinsics", "dynamic_mask")
 
 
-def batch_tensors(scenes: list[Scene4D], device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
-    """Stack scenes into a training batch: ``images`` (B, S, 3, H, W), ``pose_enc`` (B, S, 7) (cameras relative
-    to frame 0), ``depth`` (B, S, H, W).
+def batch_tensors(scenes: list[Scene4D], device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+    """Stack scenes into a training batch on ``device`` (torch's default device if None): ``images``
+    (B, S, 3, H, W), ``pose_enc`` (B, S, 7) (cameras relative to frame 0), ``depth`` (B, S, H, W).
 
     Raises:
         ValueError: if the scenes differ in frame count or image size.
@@ -58,10 +60,15 @@ def load_sequence(path: Path, *, n_frames: int, img_size: tuple[int, int]) -> Sc
             no valid depth, or an unreadable file.
     """
     try:
-        with np.load(path, allow_pickle=False) as z:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise ValueError("a single array, not an archive of named arrays")
+        with loaded as z:
             arrays = {k: np.asarray(z[k]) for k in z.files}
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: not a readable .npz file ({err})") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:  # EOFError: an empty file
+        raise ValueError(f"{path}: not a readable .npz file ({type(err).__name__}: {err})") from None
+    if not arrays:
+        raise ValueError(f"{path}: holds no arrays; need {list(REQUIRED_KEYS)}")
     missing = [k for k in REQUIRED_KEYS if k not in arrays]
     if missing:
         raise ValueError(f"{path}: missing keys {missing}; need {list(REQUIRED_KEYS)}")
@@ -84,8 +91,13 @@ def load_sequence(path: Path, *, n_frames: int, img_size: tuple[int, int]) -> Sc
     if not np.any(depth > 0):
         raise ValueError(f"{path}: depths hold no valid (> 0) pixel")
     depth = np.where(depth > 0, depth, depth[depth > 0].min())
+    extrinsics = arrays["extrinsics"].astype(np.float64)
+    if extrinsics.ndim == 3 and extrinsics.shape[1:] == (4, 4):
+        if not np.allclose(extrinsics[:, 3], [0.0, 0.0, 0.0, 1.0]):
+            raise ValueError(f"{path}: extrinsics (S, 4, 4) must have the last row [0, 0, 0, 1]")
+        extrinsics = extrinsics[:, :3]
     try:
-        scene = Scene4D(images=img, depth=depth, extrinsics=arrays["extrinsics"].astype(np.float64),
+        scene = Scene4D(images=img, depth=depth, extrinsics=extrinsics,
                         intrinsics=arrays["intrinsics"].astype(np.float64),
                         dynamic_mask=arrays["dynamic_mask"].astype(bool))  # fmt: skip
     except ValueError as err:

@@ -16,9 +16,9 @@ Steps of one fine-tuning step (:func:`train_step`):
 The arms of the reproduction differ only in :func:`trainable_groups`'s ``recipe``: ``"page4d"`` (middle blocks +
 mask head, mask on), ``"naive"`` (the same middle blocks, no mask), ``"full"`` (every parameter, no mask).
 
-Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) the step is data parallel
-(:func:`data_parallel_step`): the batch stays the global batch, every rank runs the model on its contiguous shard of
-the scenes through DistributedDataParallel, which averages the gradients before the clipping and the AdamW step.
+Under ``torchrun`` the same step is data parallel (``world`` and ``net`` of :func:`train_step`): the batch stays the
+global batch, every rank runs the model on its contiguous shard of the scenes through DistributedDataParallel, which
+averages the gradients before the clipping and the AdamW step.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from iclr26.common.distributed import World, all_reduce_sum, shard_range
+from iclr26.common.distributed import SINGLE, World, all_reduce_sum, shard_range
 from iclr26.page4d.aggregator import MaskSchedule
 from iclr26.page4d.model import TinyVGGT, depth_loss, pose_loss
 
@@ -39,7 +39,6 @@ __all__ = [
     "Recipe",
     "StepResult",
     "apply_recipe",
-    "data_parallel_step",
     "train_step",
     "trainable_groups",
     "warmup_cosine",
@@ -110,11 +109,15 @@ def trainable_groups(model: TinyVGGT, recipe: Recipe, *, blocks: GroupSpec,
 
 
 def apply_recipe(model: TinyVGGT, groups: list[tuple[list[nn.Parameter], GroupSpec]]) -> torch.optim.AdamW:
-    """Freeze every parameter not in ``groups`` (``requires_grad=False``) and build the AdamW over the groups."""
+    """Freeze every parameter not in ``groups`` (``requires_grad=False``) and build the AdamW over the groups (the
+    fused kernel when the model is on a GPU)."""
     keep = {id(p) for ps, _ in groups for p in ps}
     for p in model.parameters():
         p.requires_grad_(id(p) in keep)
-    return torch.optim.AdamW([{"params": ps, "lr": spec.lr, "weight_decay": spec.weight_decay} for ps, spec in groups])
+    cuda = {"fused": True} if next(model.parameters()).device.type == "cuda" else {}
+    return torch.optim.AdamW(
+        [{"params": ps, "lr": spec.lr, "weight_decay": spec.weight_decay} for ps, spec in groups], **cuda
+    )
 
 
 @dataclass(frozen=True)
@@ -126,11 +129,13 @@ class StepResult:
         camera: camera L1.
         depth: depth loss.
         alpha: the mask strength used.
+
+    The losses are 0-dim tensors instead of floats when the step was asked not to synchronise (``sync=False``).
     """
 
-    loss: float
-    camera: float
-    depth: float
+    loss: float | torch.Tensor
+    camera: float | torch.Tensor
+    depth: float | torch.Tensor
     alpha: float
 
 
@@ -145,8 +150,19 @@ def train_step(
     schedule: MaskSchedule | None,
     camera_weight: float = 5.0,
     max_norm: float = 1.0,
+    world: World = SINGLE,
+    net: nn.Module | None = None,
+    sync: bool = True,
 ) -> StepResult:
-    """One fine-tuning (or pre-training) step (the module docstring's steps 1–3).
+    """One fine-tuning (or pre-training) step (the module docstring's steps 1–3), on this rank's shard of ``batch``.
+
+    In a one-process world the step runs the model on the whole batch. Under torchrun every rank holds the same
+    global batch of B scenes and runs ``net`` (``model`` in DistributedDataParallel) on its contiguous shard
+    (:func:`~iclr26.common.distributed.shard_range`). The camera and depth losses are means over scenes of equal
+    size, so the shard's loss times its share B_r / B, summed over the ranks, is the global batch's loss; each rank
+    backpropagates that times ``world.size``, and DDP's average of the gradients is the global loss's gradient, the
+    same on every rank, so the clipping and the AdamW step agree on every rank. The returned losses are the global
+    batch's (summed over the ranks).
 
     Args:
         model: the model (its ``alpha`` is set here).
@@ -158,52 +174,13 @@ def train_step(
         schedule: the mask schedule, or None (α = 0).
         camera_weight: weight of the camera loss (official 5).
         max_norm: gradient clipping norm (official 1).
-    """
-    _set_schedules(model, opt, specs, step=step, total=total, schedule=schedule)
-    pred = model(batch["images"])
-    cam = pose_loss(pred.pose_enc, batch["pose_enc"])
-    dep = depth_loss(pred.depth, batch["depth"])
-    loss = camera_weight * cam + dep
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    params = [p for g in opt.param_groups for p in g["params"]]
-    torch.nn.utils.clip_grad_norm_(params, max_norm)
-    opt.step()
-    return StepResult(loss.item(), cam.item(), dep.item(), float(model.alpha))
+        world: the run's processes (a one-process world by default).
+        net: ``model`` as the ranks train it (:func:`~iclr26.common.distributed.data_parallel`); ``model`` if None.
+        sync: return the losses as floats (a host synchronisation on a GPU); else as detached 0-dim tensors, so
+            that a GPU loop reads them back once at its end. Under torchrun the losses are always floats.
 
-
-def _set_schedules(model: TinyVGGT, opt: torch.optim.Optimizer, specs: list[GroupSpec], *, step: int, total: int,
-                   schedule: MaskSchedule | None) -> None:  # fmt: skip
-    """Steps 1-2 of the module docstring: training mode, α and every group's learning rate at ``step``."""
-    model.train()
-    model.alpha = schedule(step) if schedule is not None else 0.0
-    for group, spec in zip(opt.param_groups, specs, strict=True):
-        group["lr"] = warmup_cosine(step, total, peak=spec.lr, warmup=spec.warmup)
-
-
-def data_parallel_step(
-    model: TinyVGGT,
-    net: nn.Module,
-    opt: torch.optim.Optimizer,
-    specs: list[GroupSpec],
-    batch: dict[str, torch.Tensor],
-    world: World,
-    *,
-    step: int,
-    total: int,
-    schedule: MaskSchedule | None,
-    camera_weight: float = 5.0,
-    max_norm: float = 1.0,
-) -> StepResult:
-    """:func:`train_step` on rank ``world.rank``'s shard of the global ``batch`` (``net``: ``model`` in DDP).
-
-    Every rank holds the same global batch of B scenes and runs ``net`` on its contiguous shard
-    (:func:`~iclr26.common.distributed.shard_range`). The camera and depth losses are means over scenes of equal
-    size, so the shard's loss times its share B_r / B, summed over the ranks, is the global batch's loss; each rank
-    backpropagates that times ``world.size``, and DDP's average of the gradients is the global loss's gradient, the
-    same on every rank, so the clipping and the AdamW step agree on every rank. The returned losses are the global
-    batch's (summed over the ranks).
-
+    On a GPU the forward pass runs under bfloat16 autocast (the official recipe trains in bf16); the losses are
+    computed in float32. On the CPU everything is float32.
     Raises:
         ValueError: if the batch has fewer scenes than there are ranks.
     """
@@ -213,14 +190,34 @@ def data_parallel_step(
     shard = shard_range(b, world.rank, world.size)
     rows, share = slice(shard.start, shard.stop), len(shard) / b
     _set_schedules(model, opt, specs, step=step, total=total, schedule=schedule)
-    pred = net(batch["images"][rows])
-    cam = pose_loss(pred.pose_enc, batch["pose_enc"][rows])
-    dep = depth_loss(pred.depth, batch["depth"][rows])
+    images = batch["images"][rows]
+    if images.device.type == "cuda":
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            pred = (model if net is None else net)(images)
+    else:
+        pred = (model if net is None else net)(images)
+    cam = pose_loss(pred.pose_enc.float(), batch["pose_enc"][rows])
+    dep = depth_loss(pred.depth.float(), batch["depth"][rows])
+    # Loss = camera_weight · camera L1 + depth loss (official training_final.yaml)
     loss = camera_weight * cam + dep
     opt.zero_grad(set_to_none=True)
-    (loss * (share * world.size)).backward()  # DDP averages: the global batch's gradient on every rank
+    # DDP averages the ranks' gradients: each rank's term times world.size gives the global batch's gradient
+    (loss if world.size == 1 else loss * (share * world.size)).backward()
     params = [p for g in opt.param_groups for p in g["params"]]
     torch.nn.utils.clip_grad_norm_(params, max_norm)
     opt.step()
+    if world.size == 1 and not sync:
+        return StepResult(loss.detach(), cam.detach(), dep.detach(), float(model.alpha))
+    if world.size == 1:
+        return StepResult(loss.item(), cam.item(), dep.item(), float(model.alpha))
     total_loss, total_cam, total_dep = all_reduce_sum([x.item() * share for x in (loss, cam, dep)])
     return StepResult(total_loss, total_cam, total_dep, float(model.alpha))
+
+
+def _set_schedules(model: TinyVGGT, opt: torch.optim.Optimizer, specs: list[GroupSpec], *, step: int, total: int,
+                   schedule: MaskSchedule | None) -> None:  # fmt: skip
+    """Steps 1-2 of the module docstring: training mode, α and every group's learning rate at ``step``."""
+    model.train()
+    model.alpha = schedule(step) if schedule is not None else 0.0
+    for group, spec in zip(opt.param_groups, specs, strict=True):
+        group["lr"] = warmup_cosine(step, total, peak=spec.lr, warmup=spec.warmup)

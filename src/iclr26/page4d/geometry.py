@@ -1,9 +1,9 @@
 """Camera and depth evaluation: Umeyama Sim(3) alignment, ATE, RPE, AbsRel, δ<1.25, mask IoU, pose encodings.
 
-Paper-agnostic (imports only NumPy), written so it can move to ``iclr26.common`` unchanged once a second paper
-needs it. The protocols follow PAGE-4D's evaluation code (kaichen-z/PAGE4D ``eval/eval/relpose/evo_utils.py``:
-evo's APE/RPE with ``align=True, correct_scale=True``, RMSE statistics, RPE over consecutive frames;
-``eval/eval/video_depth``: median scale alignment before AbsRel and δ<1.25).
+Paper-agnostic (imports only NumPy). The protocols follow PAGE-4D's evaluation code (kaichen-z/PAGE4D
+``eval/eval/relpose/evo_utils.py``: evo's APE/RPE with ``align=True, correct_scale=True``, RMSE statistics, RPE over
+consecutive frames; ``eval/eval/video_depth``: median scale alignment before AbsRel and δ<1.25). Beside them, the
+errors of two trivial predictors that a learned pose must beat (:func:`constant_pose_errors`, :func:`line_fit_ate`).
 
 Dimension letters: ``S`` frames (poses), ``N`` points, ``...`` any leading shape.
 
@@ -21,8 +21,10 @@ __all__ = [
     "DepthMetrics",
     "Sim3",
     "absolute_trajectory_error",
+    "constant_pose_errors",
     "depth_metrics",
     "extrinsics_to_pose_encoding",
+    "line_fit_ate",
     "mask_iou",
     "matrix_to_quaternion",
     "pose_encoding_to_extrinsics",
@@ -86,8 +88,11 @@ def umeyama(src: np.ndarray, dst: np.ndarray, *, with_scale: bool = True) -> Sim
     sign = np.ones(3)
     if np.linalg.det(u) * np.linalg.det(vt) < 0:
         sign[2] = -1.0  # a reflection: flip the least significant axis
+    # Umeyama (1991) Eq. 40: R = U S Vᵀ
     rot = u @ np.diag(sign) @ vt
+    # Eq. 42: s = tr(D S) / σ²_s
     scale = float((d * sign).sum() / var_s) if with_scale else 1.0
+    # Eq. 41: t = μ_d − s R μ_s
     return Sim3(scale=scale, rotation=rot, translation=mu_d - scale * rot @ mu_s)
 
 
@@ -159,6 +164,44 @@ def relative_pose_error(pred: np.ndarray, gt: np.ndarray) -> tuple[float, float]
     cos = np.clip((np.trace(err[:, :3, :3], axis1=1, axis2=2) - 1) / 2, -1.0, 1.0)  # clamp before acos
     rot = np.sqrt((np.degrees(np.arccos(cos)) ** 2).mean())
     return float(trans), float(rot)
+
+
+def constant_pose_errors(gt: np.ndarray) -> tuple[float, float, float]:
+    """ATE, RPE translation and RPE rotation (degrees) of the constant-pose predictor: every frame at the same pose.
+
+    Its Sim(3)-aligned ATE is the limit of :func:`absolute_trajectory_error` for predicted centres collapsing to one
+    point (the fitted scale goes to 0, every centre lands on the true centroid): ``sqrt(mean_i ||C_i − C̄||²)``.
+    Its relative motions are the identity, so the RPE error of each step is the true relative motion:
+    ``RPE_trans = sqrt(mean ||t(Q_i)||²)``, ``RPE_rot = sqrt(mean angle(Q_i)²)``.
+
+    Args:
+        gt: (S, 3, 4) true camera-from-world, S >= 2.
+
+    Returns:
+        ``(ate, rpe_trans, rpe_rot_deg)``.
+    """
+    cg = _centers(gt, "gt")
+    ate = float(np.sqrt(((cg - cg.mean(0)) ** 2).sum(1).mean()))
+    wg = np.linalg.inv(_to_4x4(np.asarray(gt, float)))
+    q = np.linalg.inv(wg[:-1]) @ wg[1:]
+    trans = float(np.sqrt((np.linalg.norm(q[:, :3, 3], axis=1) ** 2).mean()))
+    cos = np.clip((np.trace(q[:, :3, :3], axis1=1, axis2=2) - 1) / 2, -1.0, 1.0)  # clamp before acos
+    return ate, trans, float(np.sqrt((np.degrees(np.arccos(cos)) ** 2).mean()))
+
+
+def line_fit_ate(gt: np.ndarray) -> float:
+    """The smallest Sim(3)-aligned ATE any straight-line, constant-speed prediction can reach: predicted centres
+    ``a + i·b`` map under a similarity to ``a' + i·b'`` (any ``a', b'``), so the best is the least-squares line
+    through the true centres over the frame index, and its ATE the RMS residual. 0 on a straight path at constant
+    speed (the metric cannot tell such a prediction from the truth there).
+
+    Args:
+        gt: (S, 3, 4) true camera-from-world, S >= 2.
+    """
+    cg = _centers(gt, "gt")
+    i = np.stack([np.ones(len(cg)), np.arange(len(cg), dtype=np.float64)], axis=1)  # (S, 2)
+    coef, *_ = np.linalg.lstsq(i, cg, rcond=None)
+    return float(np.sqrt(((cg - i @ coef) ** 2).sum(1).mean()))
 
 
 @dataclass(frozen=True)

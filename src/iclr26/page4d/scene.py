@@ -1,7 +1,6 @@
 """Synthetic 4D scenes: a textured room, moving and static spheres, a moving pinhole camera; RGB, depth, motion.
 
-Paper-agnostic (imports only NumPy), written so it can move to ``iclr26.common`` unchanged once a second paper
-(e.g. UniSplat) needs rendered scenes with ground-truth cameras.
+Paper-agnostic (imports only NumPy and the shared cameras of :mod:`iclr26.common.cameras`).
 
 Conventions (those of VGGT/PAGE-4D's ``extrinsics``): OpenCV camera axes (x right, y down, z forward);
 ``extrinsics[i]`` is the camera-from-world matrix ``[R | t]`` (3, 4), ``X_cam = R X_world + t``; depth is the
@@ -24,8 +23,10 @@ import numpy as np
 from iclr26.common.cameras import camera_centers, intrinsics_matrix, look_rotation, rotation_from_axis_angle
 
 __all__ = [
+    "CameraMotion",
     "Scene4D",
     "Sphere",
+    "camera_path",
     "generate_scene",
     "relative_to_first",
     "render_frame",
@@ -177,6 +178,111 @@ def render_frame(
     return np.clip(rgb, 0.0, 1.0).transpose(2, 0, 1), depth, dynamic
 
 
+@dataclass(frozen=True)
+class CameraMotion:
+    """How the camera moves from frame to frame (every draw per frame, so paths curve, speed up, slow down and stop).
+
+    A path with ``speed_jitter = curve_deg = turn_jitter = stop_prob = 0`` is a straight line at constant speed with
+    a constant turn rate, on which any collinear, equally spaced prediction has a Sim(3)-aligned ATE of 0.
+
+    Attributes:
+        step: mean displacement per frame.
+        speed_jitter: each frame's displacement is ``step · U(1 − j, 1 + j)``, j in [0, 1].
+        curve_deg: the direction of travel turns by ``U(−c, c)`` degrees per frame (about the vertical).
+        stop_prob: chance that a frame's displacement is 0 (the camera stops; it may still turn).
+        turn_deg: mean rotation of the camera per frame about a near-vertical axis, degrees.
+        turn_jitter: each frame's rotation is ``turn_deg · U(1 − j, 1 + j)`` with a sign drawn per frame when
+            ``j > 0`` (so the camera turns both ways), and ``turn_deg`` with one sign per sequence when ``j = 0``.
+    """
+
+    step: float = 0.5
+    speed_jitter: float = 0.0
+    curve_deg: float = 0.0
+    stop_prob: float = 0.0
+    turn_deg: float = 8.0
+    turn_jitter: float = 0.0
+
+
+def camera_path(rng: np.random.Generator, n_frames: int, motion: CameraMotion, *, room: float = 4.0) -> np.ndarray:
+    """Camera-from-world extrinsics (S, 3, 4) of a camera moving inside the room ``[−room, room]³``.
+
+    The path starts near ``(0, 0, −1.2)`` looking roughly along ``+z``; each frame draws its displacement and turn
+    from ``motion``. The path is centred on its start point and shrunk towards it if it would leave the room's
+    inner part (``room − 1`` from each wall).
+    """
+    c0 = rng.uniform(-0.6, 0.6, size=3) * np.array([1.0, 0.4, 1.0]) - np.array([0.0, 0.0, 1.2])
+    yaw0 = rng.uniform(-0.35, 0.35)
+    r0 = look_rotation(np.array([np.sin(yaw0), rng.uniform(-0.1, 0.1), np.cos(yaw0)]))
+    turn_axis = np.array([rng.normal(0, 0.2), 1.0, rng.normal(0, 0.2)])
+    turn_axis /= np.linalg.norm(turn_axis)
+    heading = rng.uniform(0, 2 * np.pi)
+    sign, rise = rng.choice([-1.0, 1.0]), rng.uniform(-0.15, 0.15)
+    centres, angles = [np.zeros(3)], [0.0]
+    for _ in range(n_frames - 1):
+        heading += np.deg2rad(motion.curve_deg) * rng.uniform(-1.0, 1.0)
+        d = np.array([np.sin(heading), rise, np.cos(heading)])
+        speed = motion.step * rng.uniform(1 - motion.speed_jitter, 1 + motion.speed_jitter)
+        if motion.stop_prob > 0 and rng.random() < motion.stop_prob:
+            speed = 0.0
+        centres.append(centres[-1] + speed * d / np.linalg.norm(d))
+        turn = motion.turn_deg * (rng.uniform(1 - motion.turn_jitter, 1 + motion.turn_jitter) * rng.choice([-1.0, 1.0])
+                                  if motion.turn_jitter > 0 else sign)  # fmt: skip
+        angles.append(angles[-1] + np.deg2rad(turn))
+    path = np.stack(centres) - np.mean(centres, axis=0)  # centred on c0
+    reach = np.abs(c0 + path).max()
+    if reach > room - 1.0:
+        path *= max(room - 1.0 - np.abs(c0).max(), 0.0) / max(np.abs(path).max(), 1e-9)
+    extr = []
+    for c_rel, angle in zip(path, angles, strict=True):
+        r_i = r0 @ rotation_from_axis_angle(turn_axis * angle).T  # the camera turns about a world axis
+        extr.append(np.concatenate([r_i, (-r_i @ (c0 + c_rel))[:, None]], axis=1))
+    return np.stack(extr)
+
+
+def _in_view(point: np.ndarray, extrinsics: np.ndarray, k: np.ndarray, height: int, width: int) -> bool:
+    """Whether ``point`` projects inside the image, in front of the camera, in every frame."""
+    pc = np.einsum("sij,j->si", extrinsics[:, :, :3], point) + extrinsics[:, :, 3]
+    if np.any(pc[:, 2] <= 0.3):
+        return False
+    uv = pc @ k.T
+    u, v = uv[:, 0] / uv[:, 2], uv[:, 1] / uv[:, 2]
+    return bool(np.all((u >= 0) & (u < width) & (v >= 0) & (v < height)))
+
+
+def _draw_sphere(rng: np.random.Generator, extrinsics: np.ndarray, k: np.ndarray, height: int, width: int, *,
+                 moving: bool, speed: float, tries: int = 20) -> Sphere:  # fmt: skip
+    """One sphere in front of the middle camera, 2–3.5 units away, clear of every camera centre; a moving one is
+    redrawn (up to ``tries`` times) until its centre is in view in every frame, so its pixels are where the dynamic
+    metrics look."""
+    s = extrinsics.shape[0]
+    mid = s // 2
+    r_m, c_m = extrinsics[mid, :, :3], camera_centers(extrinsics[mid : mid + 1])[0]
+    centres = camera_centers(extrinsics)
+    sphere = None
+    for _ in range(tries):
+        local = np.array([rng.uniform(-0.9, 0.9), rng.uniform(-0.5, 0.5), rng.uniform(2.0, 3.5)])
+        radius = float(rng.uniform(0.45, 0.8))
+        centre = c_m + r_m.T @ local
+        velocity = np.zeros(3)
+        if moving:
+            vdir = rng.normal(size=3)
+            velocity = speed * vdir / np.linalg.norm(vdir)
+            centre = centre - mid * velocity  # centred on the middle frame
+        sphere = Sphere(center=centre, velocity=velocity, radius=radius,
+                        freq=rng.uniform(3.0, 7.0, size=(3, 3)) * rng.choice([-1.0, 1.0], size=(3, 3)),
+                        phase=rng.uniform(0, 2 * np.pi, size=3))  # fmt: skip
+        at = centre + np.arange(s)[:, None] * velocity  # (S, 3) centre per frame
+        clear = np.all(np.linalg.norm(at - centres, axis=1) > radius + 0.4)
+        if clear and (not moving or _in_view_track(at, extrinsics, k, height, width)):
+            return sphere
+    return sphere  # type: ignore[return-value]
+
+
+def _in_view_track(at: np.ndarray, extrinsics: np.ndarray, k: np.ndarray, height: int, width: int) -> bool:
+    """Whether the moving centre ``at[i]`` (S, 3) projects inside frame ``i`` for every ``i``."""
+    return all(_in_view(p, extrinsics[i : i + 1], k, height, width) for i, p in enumerate(at))
+
+
 def generate_scene(
     rng: np.random.Generator,
     *,
@@ -186,15 +292,14 @@ def generate_scene(
     n_moving: int,
     n_objects: int = 3,
     room: float = 4.0,
-    camera_step: float = 0.5,
-    turn_deg: float = 8.0,
+    motion: CameraMotion | None = None,
     object_speed: float = 0.6,
 ) -> Scene4D:
-    """Draw and render one sequence: a textured room and ``n_objects`` spheres, ``n_moving`` of them moving, in
-    front of a camera that translates and turns at a constant rate.
+    """Draw and render one sequence: a textured room and ``n_objects`` spheres, ``n_moving`` of them moving, seen by
+    a camera moving as ``motion`` says (:func:`camera_path`).
 
     Static scenes (``n_moving=0``) hold as many objects as dynamic ones, drawn from the same distribution, so the
-    only difference between the two is motion.
+    only difference between the two is motion. A moving sphere stays in view in every frame.
 
     Args:
         rng: the random generator (every draw comes from it).
@@ -204,8 +309,7 @@ def generate_scene(
         n_moving: moving spheres (0 for a static scene), at most ``n_objects``.
         n_objects: spheres in all.
         room: half-size of the room.
-        camera_step: camera displacement per frame.
-        turn_deg: camera rotation per frame (about a random axis near the vertical), degrees.
+        motion: the camera's motion (default :class:`CameraMotion`: a straight line at constant speed).
         object_speed: moving spheres' displacement per frame.
 
     Returns:
@@ -222,39 +326,11 @@ def generate_scene(
     if not 0 <= n_moving <= n_objects:
         raise ValueError(f"need 0 <= n_moving <= n_objects, got n_moving={n_moving}, n_objects={n_objects}")
     k = intrinsics_matrix(height, width)
-    c0 = rng.uniform(-0.6, 0.6, size=3) * np.array([1.0, 0.4, 1.0]) - np.array([0.0, 0.0, 1.2])
-    yaw0 = rng.uniform(-0.35, 0.35)
-    forward0 = np.array([np.sin(yaw0), rng.uniform(-0.1, 0.1), np.cos(yaw0)])
-    r0 = look_rotation(forward0)
-    step_dir = rng.normal(size=3) * np.array([1.0, 0.3, 1.0])
-    step = camera_step * step_dir / np.linalg.norm(step_dir)
-    turn_axis = np.array([rng.normal(0, 0.2), 1.0, rng.normal(0, 0.2)])
-    turn = np.deg2rad(turn_deg) * rng.choice([-1.0, 1.0]) * turn_axis / np.linalg.norm(turn_axis)
-    extr = []
-    for i in range(n_frames):
-        r_i = r0 @ rotation_from_axis_angle(turn * i).T  # the camera turns about a world axis
-        c_i = c0 + (i - (n_frames - 1) / 2) * step  # the path is centred on c0
-        extr.append(np.concatenate([r_i, (-r_i @ c_i)[:, None]], axis=1))
-    extrinsics = np.stack(extr)
+    extrinsics = camera_path(rng, n_frames, motion or CameraMotion(), room=room)
     wall_freq = rng.uniform(1.0, 3.0, size=(3, 3)) * rng.choice([-1.0, 1.0], size=(3, 3))
     wall_phase = rng.uniform(0, 2 * np.pi, size=3)
-    spheres = []
-    for j in range(n_objects):
-        # in front of the middle camera, 2–3.5 units away, within the field of view
-        mid = n_frames // 2
-        r_m, c_m = extrinsics[mid, :, :3], camera_centers(extrinsics[mid : mid + 1])[0]
-        local = np.array([rng.uniform(-0.9, 0.9), rng.uniform(-0.5, 0.5), rng.uniform(2.0, 3.5)])
-        center = c_m + r_m.T @ local
-        moving = j < n_moving
-        if moving:
-            vdir = rng.normal(size=3)
-            velocity = object_speed * vdir / np.linalg.norm(vdir)
-            center = center - mid * velocity  # centred on the middle frame
-        else:
-            velocity = np.zeros(3)
-        spheres.append(Sphere(center=center, velocity=velocity, radius=float(rng.uniform(0.45, 0.8)),
-                              freq=rng.uniform(3.0, 7.0, size=(3, 3)) * rng.choice([-1.0, 1.0], size=(3, 3)),
-                              phase=rng.uniform(0, 2 * np.pi, size=3)))  # fmt: skip
+    spheres = [_draw_sphere(rng, extrinsics, k, height, width, moving=j < n_moving, speed=object_speed)
+               for j in range(n_objects)]  # fmt: skip
     images, depth, dyn = [], [], []
     for i in range(n_frames):
         rgb, dep, mask = render_frame(extrinsics[i], k, height, width, room=room, wall_freq=wall_freq,

@@ -46,7 +46,7 @@ def ssim(pred: torch.Tensor, target: torch.Tensor, *, window: int = 11, sigma: f
     c, h, w = pred.shape
     if h < window or w < window:
         raise ValueError(f"images must be at least {window}x{window} for SSIM, got {h}x{w}")
-    x = torch.arange(window, dtype=torch.float64) - (window - 1) / 2
+    x = torch.arange(window, dtype=torch.float64, device=pred.device) - (window - 1) / 2
     g = torch.exp(-(x**2) / (2 * sigma**2))
     g = g / g.sum()
     k = (g[:, None] * g[None, :]).expand(c, 1, window, window)

@@ -174,7 +174,7 @@ def select_history(opacity: torch.Tensor, inside: torch.Tensor, *, quantile: flo
 
 def in_view(points: torch.Tensor, rig: torch.Tensor, intrinsic: torch.Tensor, height: int, width: int) -> torch.Tensor:
     """(N,) bool: whether each ego-frame point projects inside any rig camera's image (in front of it)."""
-    seen = torch.zeros(points.shape[0], dtype=torch.bool)
+    seen = torch.zeros(points.shape[0], dtype=torch.bool, device=points.device)
     for e in rig:
         pc = points @ e[:, :3].T + e[:, 3]
         z = pc[:, 2]
@@ -295,7 +295,7 @@ class UniSplat(nn.Module):
                 for p in self.parameters():
                     if p.ndim > 1:
                         bound = (6 / (p[0].numel() + p.shape[0])) ** 0.5 * 0.5
-                        p.copy_(torch.rand(p.shape, generator=generator) * 2 * bound - bound)
+                        p.copy_(torch.rand(p.shape, generator=generator, device=generator.device) * 2 * bound - bound)
                     else:
                         p.zero_()
         with torch.no_grad():  # γ = 1 at the start: the foundation depth as given
@@ -343,7 +343,7 @@ class UniSplat(nn.Module):
         f_flat = torch.cat([feats.permute(0, 2, 3, 1), frame.images.permute(0, 2, 3, 1)], dim=-1).reshape(
             -1, self.dim + 3
         )[m]
-        lo = torch.tensor(grid.lo, dtype=p_flat.dtype)
+        lo = torch.tensor(grid.lo, dtype=p_flat.dtype, device=p_flat.device)
         offset = torch.remainder(p_flat - lo, grid.size) / grid.size - 0.5
         dyn_flat = frame.dynamic.reshape(-1)[m]
         lifted, count = lift_to_scaffold(p_flat, torch.cat([f_flat, offset, dyn_flat[:, None]], dim=1), grid)
@@ -370,11 +370,11 @@ class UniSplat(nn.Module):
         if self.branches in ("dual", "voxel"):  # keep the history voxels by opacity quantile, in and out of view
             n_valid = int(valid.sum())
             opacity = parts[-1].opacities.detach().reshape(self.voxel_gs, n_valid).amax(0)
-            centers = grid.centers(scaffold.dtype).reshape(-1, 3)[valid.reshape(-1)]
+            centers = grid.centers(scaffold.dtype, scaffold.device).reshape(-1, 3)[valid.reshape(-1)]
             inside = in_view(centers, frame.rig, frame.intrinsic, h, w)
             keep = select_history(opacity, inside, quantile=self.history_quantile, cap_inside=self.history_caps[0],
                                   cap_outside=self.history_caps[1])  # fmt: skip
-            kept = torch.zeros(grid.n_voxels, dtype=torch.bool)
+            kept = torch.zeros(grid.n_voxels, dtype=torch.bool, device=valid.device)
             kept[valid.reshape(-1).nonzero().squeeze(1)[keep]] = True
             history_valid = kept.reshape(valid.shape)
         else:
@@ -410,7 +410,7 @@ class UniSplat(nn.Module):
         return Gaussians(
             means=anchor + self.point_offset * torch.tanh(raw[:, 0:3]),
             scales=footprint * (0.1 + 0.8 * torch.sigmoid(raw[:, 3:6])),
-            quats=raw[:, 6:10] + torch.tensor([1.0, 0.0, 0.0, 0.0]),
+            quats=raw[:, 6:10] + raw.new_tensor([1.0, 0.0, 0.0, 0.0]),
             opacities=torch.sigmoid(raw[:, 10] + 2.0),
             colors=torch.sigmoid(torch.logit(base) + raw[:, 11:14]),
             dynamic_logits=raw[:, 14] - DYNAMIC_PRIOR,
@@ -422,12 +422,13 @@ class UniSplat(nn.Module):
         s = self.grid.size
         raw = self.voxel_head(scaffold[None])[0]  # (voxel_gs · G, Z, Y, X)
         raw = raw.reshape(self.voxel_gs, G, -1)[:, :, valid.reshape(-1)].permute(0, 2, 1).reshape(-1, G)
-        centers = self.grid.centers(scaffold.dtype).reshape(-1, 3)[valid.reshape(-1)].repeat(self.voxel_gs, 1)
+        centers = self.grid.centers(scaffold.dtype, scaffold.device).reshape(-1, 3)[valid.reshape(-1)]
+        centers = centers.repeat(self.voxel_gs, 1)
         dyn = voxel_dyn.reshape(-1)[valid.reshape(-1)].repeat(self.voxel_gs)  # −1: remembered only, unsupervised
         return Gaussians(
             means=centers + 0.5 * s * torch.tanh(raw[:, 0:3]),
             scales=s * (0.05 + 0.6 * torch.sigmoid(raw[:, 3:6])),
-            quats=raw[:, 6:10] + torch.tensor([1.0, 0.0, 0.0, 0.0]),
+            quats=raw[:, 6:10] + raw.new_tensor([1.0, 0.0, 0.0, 0.0]),
             opacities=torch.sigmoid(raw[:, 10]),
             colors=torch.sigmoid(raw[:, 11:14]),
             dynamic_logits=raw[:, 14] - DYNAMIC_PRIOR,

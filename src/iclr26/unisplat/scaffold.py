@@ -49,10 +49,10 @@ class VoxelGrid:
         """X · Y · Z."""
         return self.shape[0] * self.shape[1] * self.shape[2]
 
-    def centers(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        """(Z, Y, X, 3) ego coordinates of the voxel centres."""
+    def centers(self, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> torch.Tensor:
+        """(Z, Y, X, 3) ego coordinates of the voxel centres (on ``device``, the CPU if None)."""
         axes = [
-            torch.arange(n, dtype=dtype) * self.size + lo + self.size / 2
+            torch.arange(n, dtype=dtype, device=device or "cpu") * self.size + lo + self.size / 2
             for lo, n in zip(self.lo, self.shape, strict=True)
         ]
         zz, yy, xx = torch.meshgrid(axes[2], axes[1], axes[0], indexing="ij")
@@ -91,8 +91,8 @@ def unproject(depth: torch.Tensor, intrinsic: torch.Tensor, extrinsic: torch.Ten
     if not (torch.isfinite(extrinsic).all() and torch.isfinite(intrinsic).all()):
         raise ValueError("extrinsic/intrinsic contain NaN or inf (the camera pose must be finite)")
     h, w = depth.shape
-    v, u = torch.meshgrid(torch.arange(h, dtype=depth.dtype) + 0.5, torch.arange(w, dtype=depth.dtype) + 0.5,
-                          indexing="ij")  # fmt: skip
+    v, u = torch.meshgrid(torch.arange(h, dtype=depth.dtype, device=depth.device) + 0.5,
+                          torch.arange(w, dtype=depth.dtype, device=depth.device) + 0.5, indexing="ij")  # fmt: skip
     rays = torch.stack([u, v, torch.ones_like(u)], dim=-1) @ torch.linalg.inv(intrinsic).T  # (H, W, 3), z = 1
     cam = rays * depth[..., None]
     r, t = extrinsic[:, :3], extrinsic[:, 3]
@@ -151,7 +151,7 @@ def warp_scaffold(scaffold: torch.Tensor, prev_from_cur: torch.Tensor, grid: Vox
     """
     if prev_from_cur.shape != (4, 4) or not torch.isfinite(prev_from_cur).all():
         raise ValueError("prev_from_cur must be a finite (4, 4) ego-motion matrix (got NaN/inf or a wrong shape)")
-    centers = grid.centers(scaffold.dtype).to(scaffold.device)  # (Z, Y, X, 3)
+    centers = grid.centers(scaffold.dtype, scaffold.device)  # (Z, Y, X, 3)
     t = prev_from_cur.to(scaffold.dtype)
     q = centers @ t[:3, :3].T + t[:3, 3]  # T_{prev←cur} p
     coords = grid.normalized(q)  # (Z, Y, X, 3) ordered (x, y, z) = (W, H, D) as grid_sample wants

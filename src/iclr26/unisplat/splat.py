@@ -257,7 +257,8 @@ def render_gaussians(
     log_t = torch.cumsum(torch.log1p(-alpha), dim=1)
     trans = torch.exp(log_t - torch.log1p(-alpha))  # (P, N) exclusive
     weight = trans * alpha
-    t_final = torch.exp(log_t[:, -1]) if weight.shape[1] else torch.ones(height * width, dtype=means.dtype)
+    empty = torch.ones(height * width, dtype=means.dtype, device=means.device)
+    t_final = torch.exp(log_t[:, -1]) if weight.shape[1] else empty
     # C(p) = Σ T_i α_i c_i + T_N · background
     image = weight @ col + t_final[:, None] * bg  # (P, C)
     return Rendered(
