@@ -34,12 +34,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from iclr26.common.distributed import all_reduce_sum, current_world
 from iclr26.common.grpo import group_relative_advantages, grpo_loss
-from iclr26.common.tinylm import TinyLM, TinyLMConfig, apply_rope, rope_tables
+from iclr26.common.tinylm import TinyLM, TinyLMConfig
 from iclr26.eog.data import KGQAExample, compact_prompt, official_prompt
 
 __all__ = ["Policy", "PretrainedPolicy", "Samples", "TinyPolicy", "WordVocab", "tokenize"]
@@ -239,11 +238,17 @@ class TinyPolicy:
         return self._generate([self.prompt_ids(e) for e in examples], 1, 0.0, None)
 
     def _generate(self, prompts: list[list[int]], group_size: int, temperature: float, gen) -> Samples:
-        out, finished = generate(
-            self.model, prompts, max_new_tokens=self.max_new_tokens, temperature=temperature, generator=gen
+        gen_out = self.model.generate(
+            prompts,
+            max_new_tokens=self.max_new_tokens,
+            eos_id=WordVocab.EOS,
+            pad_id=WordVocab.PAD,
+            temperature=temperature,
+            generator=gen,
         )
+        out = gen_out.rows()
         texts = [self.vocab.decode(c) for c in out]
-        return Samples(texts, [len(c) for c in out], finished, group_size, handle=(prompts, out))
+        return Samples(texts, [len(c) for c in out], gen_out.finished.tolist(), group_size, handle=(prompts, out))
 
     def grpo_update(self, samples: Samples, rewards: Tensor) -> float:
         """One GRPO step on ``samples`` with ``rewards`` ``(Q, G)`` (module docstring)."""
@@ -318,85 +323,6 @@ def _completion_logprobs(model: TinyLM, seq: Tensor, plen: Tensor, clen: Tensor)
     logp = torch.log_softmax(logits[rows, pos].float(), dim=-1).gather(-1, targets[..., None]).squeeze(-1)
     mask = torch.arange(T)[None, :] < clen[:, None]  # (B, T)
     return logp.masked_fill(~mask, 0.0), mask
-
-
-@torch.no_grad()
-def generate(
-    model: TinyLM,
-    prompts: Sequence[Sequence[int]],
-    *,
-    max_new_tokens: int,
-    temperature: float,
-    generator: torch.Generator | None = None,
-) -> tuple[list[list[int]], list[bool]]:
-    """Sample (``temperature > 0``) or greedily decode (``0``) one completion per prompt with a key/value cache.
-
-    Prompts are left-padded and padded keys masked; RoPE depends only on relative positions, so each row's logits
-    equal those of its unpadded sequence (up to rounding). The completion ends at ``<eos>`` (kept) or the cap.
-
-    Returns:
-        ``(completions, finished)``: each completion's ids (``<eos>`` included if produced) and whether it produced
-        ``<eos>``.
-
-    Raises:
-        ValueError: for a model without RoPE or a prompt + cap longer than its context.
-    """
-    cfg = model.config
-    if cfg.positional != "rope":
-        raise ValueError("generate caches keys of RoPE models only")
-    B, P = len(prompts), max(len(p) for p in prompts)
-    S = P + max_new_tokens
-    if S > cfg.context_len:
-        raise ValueError(f"prompt ({P}) + max_new_tokens ({max_new_tokens}) exceeds context_len={cfg.context_len}")
-    H, D = cfg.n_heads, cfg.d_model
-    ids = torch.full((B, P), WordVocab.PAD, dtype=torch.long)
-    valid = torch.zeros(B, S, dtype=torch.bool)  # (B, S): real key positions
-    for i, p in enumerate(prompts):
-        ids[i, P - len(p) :] = torch.tensor(list(p))
-        valid[i, P - len(p) : P] = True
-    cos, sin = rope_tables(S, D // H, cfg.rope_base)
-    keys = torch.zeros(len(model.blocks), B, H, S, D // H)
-    values = torch.zeros_like(keys)
-
-    def forward(x_ids: Tensor, start: int) -> Tensor:
-        n = x_ids.shape[1]
-        x = model.tok_emb(x_ids)  # (B, n, D)
-        q_pos, k_pos = torch.arange(start, start + n), torch.arange(start + n)
-        causal = k_pos[None, :] <= q_pos[:, None]  # (n, start + n)
-        allowed = (causal[None, None] & valid[:, None, None, : start + n]) | (k_pos[None, :] == q_pos[:, None])
-        for layer, block in enumerate(model.blocks):
-            q, k, v = block.attn.qkv(block.ln1(x)).split(D, dim=-1)
-            q, k, v = (t.view(B, n, H, D // H).transpose(1, 2) for t in (q, k, v))  # (B, H, n, D/H)
-            c, s = cos[start : start + n], sin[start : start + n]
-            q = apply_rope(q, c, s)
-            keys[layer, :, :, start : start + n] = apply_rope(k, c, s)
-            values[layer, :, :, start : start + n] = v
-            y = F.scaled_dot_product_attention(
-                q, keys[layer, :, :, : start + n], values[layer, :, :, : start + n], attn_mask=allowed
-            )  # (B, H, n, D/H)
-            x = x + block.attn.proj(y.transpose(1, 2).reshape(B, n, D))
-            x = x + block.ffn(block.ln2(x))
-        return model.head(model.ln_f(x[:, -1]))  # (B, V)
-
-    was_training = model.training
-    model.eval()
-    logits = forward(ids, 0)
-    out: list[list[int]] = [[] for _ in range(B)]
-    done = torch.zeros(B, dtype=torch.bool)
-    for step in range(max_new_tokens):
-        if temperature > 0:
-            nxt = torch.multinomial(torch.softmax(logits.float() / temperature, dim=-1), 1, generator=generator)[:, 0]
-        else:
-            nxt = logits.argmax(dim=-1)
-        for i in torch.nonzero(~done).flatten().tolist():
-            out[i].append(int(nxt[i]))
-        done |= nxt == WordVocab.EOS
-        if bool(done.all()) or step == max_new_tokens - 1:
-            break
-        valid[:, P + step] = True
-        logits = forward(torch.where(done, WordVocab.PAD, nxt)[:, None], P + step)
-    model.train(was_training)
-    return out, done.tolist()
 
 
 # ------------------------------------------------------------------------------------------------ pretrained LM

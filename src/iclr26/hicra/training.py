@@ -37,7 +37,7 @@ from torch import Tensor, nn
 from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
 from iclr26.common.grpo import group_relative_advantages, grpo_loss
 from iclr26.common.seeding import derive_seed
-from iclr26.common.tinylm import TinyLM, TinyLMConfig, apply_rope, rope_tables
+from iclr26.common.tinylm import TinyLM, TinyLMConfig
 from iclr26.hicra.advantages import entropy_mask, hicra_advantages
 from iclr26.hicra.diagnostics import masked_token_mean, semantic_entropy, token_entropy
 from iclr26.hicra.grams import StrategicGrams, cluster_counts, planning_mask_batch
@@ -101,7 +101,6 @@ def encode_prompts(problems: Sequence[Problem], vocab: Vocab) -> list[list[int]]
     return [[Vocab.BOS, *vocab.encode(p.prompt)] for p in problems]
 
 
-@torch.no_grad()
 def generate(
     model: TinyLM,
     prompts: Sequence[Sequence[int]],
@@ -111,83 +110,28 @@ def generate(
     temperature: float,
     generator: torch.Generator | None = None,
 ) -> Samples:
-    """Sample (``temperature > 0``) or greedily decode (``0``) a completion per prompt, batched, with a KV cache.
-
-    Prompts are left-padded; padded keys are masked out, and RoPE depends only on relative positions, so each row's
-    logits equal those of the unpadded sequence (up to float rounding). The model's own modules are used step by
-    step (``tok_emb``, each block's ``ln1``/``attn``/``ln2``/``ffn``, ``ln_f``, ``head``).
+    """Sample (``temperature > 0``) or greedily decode (``0``) a completion per prompt, batched, with a KV cache
+    (:meth:`~iclr26.common.tinylm.TinyLM.generate`), as :class:`Samples` on the model's device.
 
     Raises:
-        ValueError: if the model uses learned positions (only RoPE is cached here) or the length exceeds its context.
+        ValueError: if the model uses learned positions (only RoPE is cached) or the length exceeds its context.
     """
-    cfg = model.config
-    if cfg.positional != "rope":
-        raise ValueError("generate caches keys for RoPE models only; build the policy with positional='rope'")
-    B = len(prompts)
-    plen = torch.tensor([len(p) for p in prompts])
-    P = int(plen.max())
-    S = P + max_new_tokens
-    if S > cfg.context_len:
-        raise ValueError(f"prompt + max_new_tokens = {S} exceeds the model's context_len={cfg.context_len}")
-    H, D = cfg.n_heads, cfg.d_model
-    buf = torch.full((B, P), Vocab.PAD, dtype=torch.long)
-    valid = torch.zeros(B, S, dtype=torch.bool)  # (B, S): real (non-padding) key positions
-    for i, p in enumerate(prompts):
-        buf[i, P - len(p) :] = torch.tensor(p)
-        valid[i, P - len(p) : P] = True
-    cos, sin = rope_tables(S, D // H, cfg.rope_base)
-    keys = torch.zeros(len(model.blocks), B, H, S, D // H)
-    values = torch.zeros_like(keys)
-
-    def run(ids: Tensor, start: int) -> Tensor:
-        n = ids.shape[1]
-        x = model.tok_emb(ids)  # (B, n, D)
-        q_pos = torch.arange(start, start + n)
-        k_pos = torch.arange(start + n)
-        # causal, real keys only, and each position sees itself (a padded query never has an empty row)
-        allowed = (k_pos[None, :] <= q_pos[:, None])[None, None] & valid[:, None, None, : start + n]
-        allowed = allowed | (k_pos[None, :] == q_pos[:, None])[None, None]  # (B, 1, n, start + n)
-        for layer, block in enumerate(model.blocks):
-            q, k, v = block.attn.qkv(block.ln1(x)).split(D, dim=-1)
-            q, k, v = (t.view(B, n, H, D // H).transpose(1, 2) for t in (q, k, v))  # (B, H, n, Dh)
-            q = apply_rope(q, cos[start : start + n], sin[start : start + n])
-            keys[layer, :, :, start : start + n] = apply_rope(k, cos[start : start + n], sin[start : start + n])
-            values[layer, :, :, start : start + n] = v
-            y = F.scaled_dot_product_attention(
-                q, keys[layer, :, :, : start + n], values[layer, :, :, : start + n], attn_mask=allowed
-            )  # (B, H, n, Dh)
-            x = x + block.attn.proj(y.transpose(1, 2).reshape(B, n, D))
-            x = x + block.ffn(block.ln2(x))
-        return model.head(model.ln_f(x[:, -1]))  # (B, V): next-token logits
-
-    was_training = model.training
-    model.eval()
-    logits = run(buf, 0)
-    out = torch.full((B, max_new_tokens), Vocab.PAD, dtype=torch.long)
-    done = torch.zeros(B, dtype=torch.bool)
-    clen = torch.zeros(B, dtype=torch.long)
-    for step in range(max_new_tokens):
-        if temperature > 0:
-            probs = torch.softmax(logits.float() / temperature, dim=-1)
-            nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
-        else:
-            nxt = logits.argmax(dim=-1)
-        nxt = torch.where(done, Vocab.PAD, nxt)
-        out[:, step] = nxt
-        clen += (~done).long()
-        done = done | (nxt == Vocab.EOS)
-        if bool(done.all()) or step == max_new_tokens - 1:
-            break
-        valid[:, P + step] = True
-        logits = run(nxt[:, None], P + step)
-    model.train(was_training)
-    width = int((plen + clen).max())
-    seq = torch.full((B, width), Vocab.PAD, dtype=torch.long)
-    for i, p in enumerate(prompts):
-        seq[i, : len(p)] = torch.tensor(p)
-        seq[i, len(p) : len(p) + int(clen[i])] = out[i, : int(clen[i])]
-    texts = [vocab.decode(out[i, : int(clen[i])].tolist()) for i in range(B)]
-    return Samples(seq, plen, clen, done.clone(), texts)
+    out = model.generate(
+        prompts,
+        max_new_tokens=max_new_tokens,
+        eos_id=Vocab.EOS,
+        pad_id=Vocab.PAD,
+        temperature=temperature,
+        generator=generator,
+    )
+    device = out.tokens.device
+    plen = torch.tensor([len(p) for p in prompts], device=device)
+    width = int((plen + out.lengths).max())
+    seq = torch.full((len(prompts), width), Vocab.PAD, dtype=torch.long, device=device)
+    rows = out.rows()
+    for i, (p, completion) in enumerate(zip(prompts, rows, strict=True)):
+        seq[i, : len(p) + len(completion)] = torch.tensor([*p, *completion], device=device)
+    return Samples(seq, plen, out.lengths, out.finished, [vocab.decode(c) for c in rows])
 
 
 def completion_logits(model: TinyLM, samples: Samples) -> tuple[Tensor, Tensor, Tensor]:
