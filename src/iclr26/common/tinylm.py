@@ -132,7 +132,7 @@ def rope_tables(seq_len: int, head_dim: int, base: float, *, device=None, dtype=
     """cos/sin tables ``(T, Dh/2)`` of rotary embeddings: angle ``t · base^(-2i/Dh)`` for pair ``i``.
 
     The tables are computed once per ``(T, Dh, base, device, dtype)`` (in float64, then cast) and cached: rebuilding
-    them in every forward pass was the whole gap between TinyLM and a learned-position model (issue 18). They are
+    them in every forward pass was the whole gap between TinyLM and a learned-position model. They are
     built outside inference mode, so tables first made during generation can be saved for a later backward pass.
     Callers must not modify them in place.
     """
@@ -152,7 +152,7 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 
     ``(x_{2i} + i·x_{2i+1}) · (cos + i·sin)``, i.e. ``(x_{2i} cos − x_{2i+1} sin, x_{2i} sin + x_{2i+1} cos)``. In
     float32/float64 this is one complex multiplication (the Llama reference form: equal to the real form up to one
-    rounding, and 5-8x faster, which closes the gap to a learned-position model, issue 18); other dtypes (bf16,
+    rounding, and 5-8x faster, which closes the gap to a learned-position model); other dtypes (bf16,
     fp16, which have no complex type here) take the real form, in their own precision.
     """
     if x.dtype in (torch.float32, torch.float64) and cos.dtype == x.dtype and x.stride(-1) == 1:
@@ -175,7 +175,7 @@ def _rope_rotations(seq_len: int, head_dim: int, base: float, device: torch.devi
     ``(T, Dh/2)`` each, broadcast over the heads; or, where a row of ``Dh/2`` complex numbers fills whole 128-byte
     blocks, ``(H, T, Dh/2)`` over a ``(T, H, Dh/2)`` memory layout, the layout of q and k inside the projection's
     output and of SDPA's gradients. Then the complex product runs over rows of ``H·Dh/2`` numbers instead of ``Dh/2``
-    (0.55x the time of the forward product, 0.45x of the backward one at Dh = 32, H = 4; issue 18). Its values are
+    (0.55x the time of the forward product, 0.45x of the backward one at Dh = 32, H = 4). Its values are
     the same bit for bit: the product is taken lane by lane in vectors (two 64-byte vectors per loop step at most),
     and with whole 128-byte rows no element falls to the scalar remainder loop, which rounds differently, in
     either layout. Code traced by ``torch.compile`` keeps the broadcast tables: it builds them in its graph at every
@@ -201,7 +201,7 @@ class _RopeQKV(torch.autograd.Function):
     by the conjugate (what autograd computes for a complex product, ``grad · conj(w)``) straight into one buffer laid
     out like ``h``, where ``v``'s gradient is copied too. Autograd's own graph (slice, select, unbind) filled two zero
     tensors of the size of ``h``, added them and copied the sum into the projection's layout, and a rotation out of
-    place wrote q and k to new memory: 1.6 % of a training step (issue 18). ``h`` must be no one else's: the
+    place wrote q and k to new memory: 1.6 % of a training step. ``h`` must be no one else's: the
     projection's forward hooks see it rotated.
     """
 
