@@ -47,11 +47,11 @@ def test_vocab_round_trip_and_unknown_piece():
 
 
 def _logp(policy: TinyPolicy, text: str) -> float:
-    from iclr26.eog.policy import _completion_logprobs, _pack
+    from iclr26.eog.policy import completion_logprobs, pack_rows
 
-    seq, plen, clen = _pack([(policy.prompt_ids(example()), [*policy.vocab.encode(text), WordVocab.EOS])])
+    seq, plen, clen = pack_rows([(policy.prompt_ids(example()), [*policy.vocab.encode(text), WordVocab.EOS])])
     with torch.no_grad():
-        logp, mask = _completion_logprobs(policy.model, seq, plen, clen)
+        logp, mask = completion_logprobs(policy.model, seq, plen, clen)
     return float((logp * mask).sum())
 
 
