@@ -1,41 +1,19 @@
-"""Benchmark of one TinyLM training step against a nanoGPT-style model of the same size (issue 18).
+"""Benchmark of one TinyLM training step against a nanoGPT-style model of the same size.
 
 The contender is the model a user of ``iclr26.common.tinylm`` would compare with: nanoGPT's layout (pre-norm blocks,
 fused QKV projection, ``scaled_dot_product_attention`` with ``is_causal=True``, GELU MLP, tied embeddings) with
 *learned absolute positions*, so the ratio shows what TinyLM's rotary embedding costs. Both models have the same
 width, depth, heads, MLP width and vocabulary; each step is forward, cross-entropy, backward and an AdamW update on
 the same batch. The two models alternate round by round (order swapped every round), and the script prints the
-median over rounds of the per-round ratio TinyLM / contender, which a slow spell of a shared machine hits alike.
-``--compile`` adds ``torch.compile`` of TinyLM and prints compiled / eager.
+median over rounds of the per-round ratio TinyLM / contender with its quartiles, which a slow spell of a shared
+machine hits alike. ``--compile`` adds ``torch.compile`` of TinyLM and prints compiled / eager.
 
-Usage::
+Usage (the committed output, ``benchmarks/tinylm_step.txt``, came from this line)::
 
-    .venv/bin/python benchmarks/tinylm_step.py --d-model 128 --layers 4 --heads 4 --seq 128 --batch 32 --rounds 60
+    .venv/bin/python benchmarks/tinylm_step.py --rounds 40 --clock cpu --compile
 
 ``--clock cpu`` times each step by the CPU time of its thread (``time.thread_time``; torch runs on that one thread),
 which other jobs on a loaded machine inflate far less than the wall time of the default ``--clock wall``.
-
-Output (session 6, shared 2-core machine at load average ~1, ``--rounds 80 --clock cpu``, then ``--rounds 30 --clock
-cpu --compile``)::
-
-    D=128 L=4 H=4 d_ff=512 T=128 B=32 threads=1 rounds=80 clock=cpu torch=2.13.0+cpu
-    TinyLM (RoPE) eager       492.33 ms   nanoGPT (learned pos.)   483.72 ms   ratio 1.006
-    D=128 L=4 H=4 d_ff=512 T=128 B=32 threads=1 rounds=30 clock=cpu torch=2.13.0+cpu
-    TinyLM (RoPE) eager       483.36 ms   nanoGPT (learned pos.)   486.08 ms   ratio 1.017
-    TinyLM compiled           504.21 ms   TinyLM eager             515.29 ms   ratio 0.984
-
-Target ≤ 1.02 in eager mode: met (1.006 over 80 rounds, 1.017 over 30; the medians of shorter runs on this machine
-spread over ±3 %, so only runs of 30 rounds or more are quoted); ``torch.compile`` no slower than eager: met (0.98).
-History of the ratio: 1.13-1.17 when the issue was filed (RoPE tables rebuilt in float64 every forward); 1.06-1.09
-with cached tables and the complex product; 1.04 (session 5) once q and k were rotated in one autograd node whose
-backward writes the rotated gradients and v's straight into one buffer laid out like the qkv projection's output.
-Session 6 removed the rest, bit for bit (``tests/common/test_tinylm.py``): the rotation tables are laid out per head
-as ``(T, H, Dh/2)`` where a head's row fills whole 128-byte vectors, so the complex products run over rows of
-``H·Dh/2`` numbers instead of ``Dh/2`` (the product's share of a step fell from 14.5 to 8.4 ms); and the forward
-rotates q and k in place in the projection's output, which q, k and v are views of, as in the contender (0.984x the
-step time of the out-of-place rotation, 30 rounds). A profile of both models (10 interleaved repetitions) leaves the
-complex products (8 ms per step) and the node's bookkeeping as the only work the contender does not do, against its
-position embedding and the concatenation of the q, k, v gradients in its backward.
 """
 
 from __future__ import annotations
@@ -105,8 +83,9 @@ def _step_fn(model: nn.Module, loss_of: Callable[[Tensor, Tensor], Tensor]) -> C
 
 def paired_ratio(
     a: Callable[[], None], b: Callable[[], None], *, rounds: int, warmup: int
-) -> tuple[float, float, float]:
-    """Median over rounds of time(a) / time(b), with the order of a and b swapped every round; also the medians."""
+) -> tuple[float, float, float, tuple[float, float]]:
+    """Median over rounds of time(a) / time(b), with the order of a and b swapped every round; also the median times
+    (ms) and the quartiles of the per-round ratio."""
     ta: list[float] = []
     tb: list[float] = []
     for i in range(warmup + rounds):
@@ -119,8 +98,9 @@ def paired_ratio(
             times = dict((id(fn), t) for fn, t in pair)
             ta.append(times[id(a)])
             tb.append(times[id(b)])
-    ratio = statistics.median(x / y for x, y in zip(ta, tb, strict=True))
-    return ratio, statistics.median(ta) * 1e3, statistics.median(tb) * 1e3
+    ratios = [x / y for x, y in zip(ta, tb, strict=True)]
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return statistics.median(ratios), statistics.median(ta) * 1e3, statistics.median(tb) * 1e3, (q1, q3)
 
 
 def main() -> None:
@@ -160,22 +140,28 @@ def main() -> None:
         f"D={cfg.d_model} L={cfg.n_layers} H={cfg.n_heads} d_ff={cfg.d_ff} T={args.seq} B={args.batch} "
         f"threads={torch.get_num_threads()} rounds={args.rounds} clock={args.clock} torch={torch.__version__}"
     )
-    ratio, t_tiny, t_nano = paired_ratio(
+    ratio, t_tiny, t_nano, (q1, q3) = paired_ratio(
         lambda: tiny_step(idx, targets), lambda: nano_step(idx, targets), rounds=args.rounds, warmup=args.warmup
     )
-    print(f"TinyLM (RoPE) eager     {t_tiny:8.2f} ms   nanoGPT (learned pos.) {t_nano:8.2f} ms   ratio {ratio:.3f}")
+    print(
+        f"TinyLM (RoPE) eager     {t_tiny:8.2f} ms   nanoGPT (learned pos.) {t_nano:8.2f} ms   "
+        f"ratio {ratio:.3f} (IQR {q1:.3f}-{q3:.3f})"
+    )
     if args.compile:
         compiled = torch.compile(TinyLM(cfg))
         compiled_step = _step_fn(compiled, lambda i, t: compiled(i, t).loss)
         eager = TinyLM(cfg)
         eager_step = _step_fn(eager, lambda i, t: eager(i, t).loss)
-        ratio_c, t_c, t_e = paired_ratio(
+        ratio_c, t_c, t_e, (c1, c3) = paired_ratio(
             lambda: compiled_step(idx, targets),
             lambda: eager_step(idx, targets),
             rounds=args.rounds,
             warmup=args.warmup + 3,
         )
-        print(f"TinyLM compiled         {t_c:8.2f} ms   TinyLM eager           {t_e:8.2f} ms   ratio {ratio_c:.3f}")
+        print(
+            f"TinyLM compiled         {t_c:8.2f} ms   TinyLM eager           {t_e:8.2f} ms   "
+            f"ratio {ratio_c:.3f} (IQR {c1:.3f}-{c3:.3f})"
+        )
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -122,17 +124,46 @@ def cli():
     return run_cli
 
 
+@pytest.fixture(scope="session")
+def smoke_cache(tmp_path_factory) -> Path:
+    """A folder shared by every pytest-xdist worker of this session, for the plain smoke records."""
+    return tmp_path_factory.getbasetemp().parent / "shared-smoke"
+
+
+def shared_smoke_record(module: str, cache: Path) -> tuple[dict[str, Any], Path]:
+    """The record (and records folder) of ``iclr26 run MODULE --scale smoke`` with no options, run once per test
+    session: the first worker to ask runs it through the CLI, the others wait for it and read it back. For tests that
+    only read the record."""
+    cache.mkdir(parents=True, exist_ok=True)
+    out = cache / module
+    with (cache / f"{module}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one run per module; the other workers wait here, then read it
+        try:
+            if not (out / "done").is_file():
+                shutil.rmtree(out, ignore_errors=True)
+                smoke_record(module, out)
+                (out / "done").write_text("ok")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    (record,) = (out / module).glob("*/result.json")
+    return json.loads(record.read_text()), out
+
+
 @pytest.fixture
-def smoke(tmp_path):
+def smoke(tmp_path, smoke_cache):
     """Run a module's smoke reproduction through the CLI; returns its record after checking it.
 
     Usage: ``record = smoke("seesaw")`` or ``smoke("seesaw", "--set", "steps=3", finite=False)``. Checks: exit
-    status 0, exactly one ``result.json``, every metric finite (unless ``finite=False``), every plot written.
+    status 0, exactly one ``result.json``, every metric finite (unless ``finite=False``), every plot written. The
+    plain smoke (no options) runs once per test session and is shared by every test that asks for it.
     """
 
     def _smoke(module: str, *extra: str, finite: bool = True) -> dict[str, Any]:
-        out = tmp_path / "runs"
-        record = smoke_record(module, out, *extra)
+        if extra:
+            out = tmp_path / "runs"
+            record = smoke_record(module, out, *extra)
+        else:
+            record, out = shared_smoke_record(module, smoke_cache)
         if finite:
             assert all_finite(record["metrics"]), f"non-finite metric in {record['metrics']}"
         run_dir = next((out / module).iterdir())

@@ -1,8 +1,11 @@
 """The `iclr26` command end to end: list, run (the built-in selfcheck), report, bad input."""
 
 import json
+import os
+import sys
+import time
 
-from iclr26 import cli
+from iclr26 import cli, runall
 from iclr26.catalog import PAPERS, SELFCHECK, is_implemented, paper
 
 
@@ -58,7 +61,8 @@ def test_selfcheck_run_writes_a_complete_record_and_report(smoke, cli, tmp_path)
     out = tmp_path / "runs"
     proc = cli("report", "--out", str(out), "--scale", "smoke")
     assert proc.returncode == 0
-    report = (out / "report.md").read_text()
+    assert not (out / "report.md").exists()  # a smoke report never overwrites the cpu report
+    report = (out / "report-smoke.md").read_text()
     assert report.count("\n| ") == 20  # header + 19 papers
     assert "0 of 19 papers have a `smoke` record" in report  # selfcheck is not a paper
     assert "its verdict is not meaningful" in report
@@ -72,8 +76,11 @@ def test_bad_set_values_are_rejected_before_anything_is_written(capsys, tmp_path
         (["--set", "batch_size=1e18"], "config field 'batch_size': must be <= 4096"),
         (["--set", "lr=inf"], "--set lr='inf': must be a finite number"),
         (["--set", "lr=nan"], "--set lr='nan': must be a finite number"),
-        (["--threads", "-1"], "--threads must be a positive integer, got -1"),
-        (["--threads", "0"], "--threads must be a positive integer, got 0"),
+        (["--threads", "-1"], "--threads must be an integer from 1 to"),
+        (["--threads", "0"], "--threads must be an integer from 1 to"),
+        (["--seed", "-1"], "--seed must be an integer from 0 to 9223372036854775807, got -1"),
+        (["--seed", str(2**64)], "--seed must be an integer from 0 to"),
+        (["--set", "data="], "--set data='': empty value; give a value, or 'none' for the default"),
         (["--set", "data=/no/such/file.txt"], "config field 'data': corpus path '/no/such/file.txt' does not exist"),
         (
             ["--seed", "1", "--resume", str(tmp_path)],
@@ -88,12 +95,15 @@ def test_bad_set_values_are_rejected_before_anything_is_written(capsys, tmp_path
 
 
 def test_bad_thread_variable_is_named(monkeypatch, capsys, tmp_path):
-    for value in ("abc", "-3", "0", "1.5"):
+    cap = os.cpu_count()
+    for value in ("abc", "-3", "0", "1.5", "99999"):
         monkeypatch.setenv("ICLR26_THREADS", value)
         assert cli.main(["run", "selfcheck", "--scale", "smoke", "--out", str(tmp_path)]) == 2
-        assert (
-            f"environment variable ICLR26_THREADS must be a positive integer, got '{value}'" in capsys.readouterr().err
-        )
+        expected = f"environment variable ICLR26_THREADS must be an integer from 1 to {cap} (this machine's cores)"
+        assert f"{expected}, got '{value}'" in capsys.readouterr().err
+    monkeypatch.delenv("ICLR26_THREADS")
+    assert cli.main(["run", "selfcheck", "--threads", "100000", "--out", str(tmp_path)]) == 2
+    assert f"--threads must be an integer from 1 to {cap}" in capsys.readouterr().err
     assert not (tmp_path / "selfcheck").exists()
 
 
@@ -123,20 +133,59 @@ def test_help_config_lists_fields_defaults_and_presets(cli):
     assert "aliases: corpus -> data" in proc.stdout
 
 
+#: A stand-in for ``python -m iclr26``: fails for rgvfm, waits for Ctrl-C for "slow", finishes at once otherwise.
+FAKE_PAPER = """
+import sys, time
+if "rgvfm" in sys.argv:
+    sys.exit(1)
+if "--slow" in sys.argv:
+    try:
+        open(sys.argv[sys.argv.index("--slow") + 1] + "/ready-" + sys.argv[2], "w").close()
+        time.sleep(60)
+    except KeyboardInterrupt:
+        sys.exit(130)
+"""
+
+
 def test_run_all_goes_on_after_a_failing_paper(monkeypatch, capsys, tmp_path):
-    ran = []
-
-    def fake_run_one(module, args):
-        ran.append(module)
-        if module == "rgvfm":
-            raise RuntimeError("boom")
-        return 0
-
+    monkeypatch.setattr(runall, "COMMAND", [sys.executable, "-c", FAKE_PAPER])
     monkeypatch.setattr(cli, "implemented", lambda: [paper("lamir"), paper("rgvfm"), paper("hicra")])
-    monkeypatch.setattr(cli, "_run_one", fake_run_one)
-    status = cli.main(["run", "all", "--scale", "smoke", "--out", str(tmp_path)])
-    assert status == 1 and ran == ["lamir", "rgvfm", "hicra"]
-    assert "failed: rgvfm" in capsys.readouterr().out
+    status = cli.main(["run", "all", "--scale", "smoke", "--out", str(tmp_path), "--jobs", "2"])
+    out = capsys.readouterr().out
+    assert status == 1 and "ran 3 papers; failed: rgvfm" in out
+    assert all(f"[{m}] started" in out for m in ("lamir", "rgvfm", "hicra"))
+    assert "[rgvfm] FAILED (exit 1)" in out and "[lamir] finished" in out and "[hicra] finished" in out
+
+
+def test_run_all_interrupted_stops_every_running_paper_and_starts_no_other(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(runall, "COMMAND", [sys.executable, "-c", FAKE_PAPER])
+    real_sleep = time.sleep
+
+    def sleep_then_ctrl_c(seconds):  # Ctrl-C once both running papers are at work
+        if len(list(tmp_path.glob("ready-*"))) == 2:
+            raise KeyboardInterrupt
+        real_sleep(seconds)
+
+    monkeypatch.setattr(runall.time, "sleep", sleep_then_ctrl_c)
+    status = runall.run_all(
+        ["lamir", "hicra", "kern"], ["--slow", str(tmp_path)], out=tmp_path, scale="smoke", jobs=2, threads=None
+    )
+    out = capsys.readouterr().out
+    assert status == 130 and "[lamir] interrupted" in out and "[hicra] interrupted" in out
+    assert "not started: kern" in out
+
+
+def test_makespan_of_longest_first_scheduling():
+    # 3, 3 start on the two workers; the three 2s go to whichever is free first: 3+2+2 = 7 and 3+2 = 5
+    assert runall.makespan([2, 3, 2, 3, 2], 2) == 7
+    assert runall.makespan([5, 1, 1], 4) == 5 and runall.makespan([], 2) == 0
+
+
+def test_jobs_is_checked(capsys, tmp_path):
+    assert cli.main(["run", "all", "--jobs", "0", "--out", str(tmp_path)]) == 2
+    assert "--jobs must be an integer from 1 to" in capsys.readouterr().err
+    assert cli.main(["run", "selfcheck", "--jobs", "2", "--out", str(tmp_path)]) == 2
+    assert "--jobs goes with 'run all'" in capsys.readouterr().err
 
 
 def _write_record(out, module, stamp, scale, held, measurement, wall_time_s=1.0):
@@ -173,7 +222,8 @@ def test_a_smoke_run_changes_no_cpu_verdict(cli, tmp_path, monkeypatch):
     text = (out / "report.md").read_text()
     assert "cpu gap 0.01" in text and "smoke nonsense" not in text and "| held | cpu |" in text
     assert cli("report", "--out", str(out), "--scale", "smoke").returncode == 0
-    text = (out / "report.md").read_text()
+    assert "cpu gap 0.01" in (out / "report.md").read_text()  # the cpu report stays as it was
+    text = (out / "report-smoke.md").read_text()
     assert "smoke nonsense" in text and "| smoke | smoke |" in text and "NOT" not in text
 
     src = tmp_path / "src"
@@ -254,3 +304,19 @@ def test_status_table_of_the_top_readme_comes_from_the_records(tmp_path, monkeyp
     assert "| 8 |" not in text  # unisplat is not implemented: not listed
     assert not report.refresh_status(readme, out)  # idempotent
     assert not report.refresh_status(readme, out, "gpu")  # no gpu record at all: the block stays
+
+
+def test_help_config_shows_the_gpu_preset_projection_from_the_device_check(tmp_path):
+    check = tmp_path / "gpu_presets.json"
+    assert "no projected time yet" in cli.gpu_projection("kern", check)
+    check.write_text(
+        json.dumps(
+            {
+                "date": "2026-12-04",
+                "device_name": "NVIDIA H200",
+                "slices": [{"module": "kern", "projected_h": 6.5}, {"module": "meom", "error": "config: boom"}],
+            }
+        )
+    )
+    assert cli.gpu_projection("kern", check).startswith("gpu preset: about 6.5 h on one NVIDIA H200")
+    assert "not projected by the device check of 2026-12-04 (config: boom)" in cli.gpu_projection("meom", check)

@@ -17,6 +17,7 @@ from iclr26 import cli
 from iclr26.catalog import implemented
 from iclr26.common.experiment import RunContext
 from iclr26.common.records import INTERRUPTED_FILE, RESULT_FILE, deterministic_view
+from tests.conftest import shared_smoke_record
 
 MODULES = [p.module for p in implemented()] + ["selfcheck"]
 
@@ -34,8 +35,8 @@ def _interrupt_after_first_unit(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_smoke_run_is_deterministic_and_resumes_to_the_same_record(module, smoke_into, tmp_path, monkeypatch, capsys):
-    fresh = smoke_into(module, tmp_path / "fresh")
+def test_smoke_run_is_deterministic_and_resumes_to_the_same_record(module, smoke_cache, tmp_path, monkeypatch, capsys):
+    fresh, _ = shared_smoke_record(module, smoke_cache)  # through the CLI in a subprocess, shared with module tests
     assert fresh["verdict_meaningful"] is False and fresh["resumed_units"] == []
     assert module == "selfcheck" or len(fresh["units"]) >= 2, "a reproduction needs two units to resume between"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 
 from iclr26 import cli, runner
 from iclr26.common.corpus import load_corpus
-from iclr26.common.experiment import RunContext
+from iclr26.common.experiment import RunContext, UnitError, check_units
 from iclr26.common.records import INTERRUPTED_FILE, RESULT_FILE, RUN_FILE
 
 
@@ -167,3 +168,123 @@ def test_a_damaged_corpus_cache_is_rebuilt_with_a_warning(tmp_path):
     with pytest.warns(UserWarning, match="cannot be read"):
         load_corpus(text, cache=cache)
     assert len(load_corpus(text, cache=cache).train) == len(first.train)  # rebuilt entry is read quietly
+
+
+def _ctx(tmp_path, digest="cfg-a"):
+    return RunContext(out_dir=tmp_path, seed=0, quiet=True, config_digest=digest)
+
+
+def test_units_are_stored_with_their_key_and_config_and_checked_on_the_way_back(tmp_path):
+    ctx = _ctx(tmp_path)
+    ctx.unit("alpha", lambda: 1)
+    ctx.unit("beta", lambda: 2)
+    units = tmp_path / "units"
+    assert check_units(tmp_path, "cfg-a") == ["alpha", "beta"]
+    with pytest.raises(UnitError, match="was written by a run of another config"):
+        check_units(tmp_path, "cfg-b")
+    # two valid units swapped: each file holds the other's key
+    a, b = (units / "alpha.pkl").read_bytes(), (units / "beta.pkl").read_bytes()
+    (units / "alpha.pkl").write_bytes(b)
+    (units / "beta.pkl").write_bytes(a)
+    with pytest.raises(UnitError, match=r"alpha\.pkl holds unit 'beta', not 'alpha' \(files swapped\?\)"):
+        check_units(tmp_path, "cfg-a")
+    for damage in (a[: len(a) // 2], b"", bytes(range(256))):
+        (units / "alpha.pkl").write_bytes(damage)
+        with pytest.raises(UnitError, match=r"alpha\.pkl is damaged .*; delete .*alpha\.pkl and resume again"):
+            _ctx(tmp_path).unit("alpha", lambda: 1)
+
+
+def _interrupted_selfcheck(tmp_path, monkeypatch, *, pause=0.0):
+    def interrupt(self, key, compute):
+        time.sleep(pause)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RunContext, "unit", interrupt)
+        assert cli.main(["run", "selfcheck", "--scale", "smoke", "--out", str(tmp_path), "--quiet"]) == 130
+    (run_dir,) = (tmp_path / "selfcheck").iterdir()
+    return run_dir
+
+
+def test_a_damaged_or_foreign_unit_stops_the_resume_before_any_work(tmp_path, monkeypatch, capsys):
+    run_dir = _interrupted_selfcheck(tmp_path, monkeypatch)
+    (run_dir / "units").mkdir()
+    (run_dir / "units" / "train.pkl").write_bytes(b"\x80\x05truncated")
+    capsys.readouterr()
+    assert cli.main(["run", "selfcheck", "--resume", str(run_dir), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "train.pkl is damaged" in err and "resume again" in err
+    assert not (run_dir / RESULT_FILE).exists()
+
+
+@pytest.mark.parametrize("text", ["[]", '"hello"', '{"module": "selfcheck", "scale": "big", "config": {}}'])
+def test_a_malformed_run_json_is_one_line(tmp_path, monkeypatch, capsys, text):
+    run_dir = _interrupted_selfcheck(tmp_path, monkeypatch)
+    (run_dir / RUN_FILE).write_text(text)
+    capsys.readouterr()
+    assert cli.main(["run", "selfcheck", "--resume", str(run_dir), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "run.json is damaged" in err
+
+
+def test_one_folder_is_resumed_by_one_process_at_a_time(tmp_path, monkeypatch, capsys):
+    run_dir = _interrupted_selfcheck(tmp_path, monkeypatch)
+    capsys.readouterr()
+    with runner.RunLock(run_dir):  # another process holds the folder
+        assert cli.main(["run", "selfcheck", "--resume", str(run_dir), "--quiet"]) == 2
+    assert "is being run or resumed by another process" in capsys.readouterr().err
+    assert cli.main(["run", "selfcheck", "--resume", str(run_dir), "--quiet"]) == 0
+
+
+def test_a_resumed_record_counts_the_time_of_every_leg(tmp_path, monkeypatch):
+    run_dir = _interrupted_selfcheck(tmp_path, monkeypatch, pause=1.0)
+    assert json.loads((run_dir / "elapsed.json").read_text())["wall_s"] >= 1.0
+    assert cli.main(["run", "selfcheck", "--resume", str(run_dir), "--quiet"]) == 0
+    record = json.loads((run_dir / RESULT_FILE).read_text())
+    assert record["legs"] == 2 and record["wall_time_s"] >= 1.0
+    assert not (run_dir / "elapsed.json").exists() and not (run_dir / ".lock").exists()
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does_and_names_the_resume_command(tmp_path, monkeypatch, capsys):
+    def terminate(self, key, compute):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RunContext, "unit", terminate)
+        assert cli.main(["run", "selfcheck", "--scale", "smoke", "--out", str(tmp_path), "--quiet"]) == 143
+    (run_dir,) = (tmp_path / "selfcheck").iterdir()
+    err = capsys.readouterr().err
+    assert f"terminated (SIGTERM); continue with: iclr26 run selfcheck --resume {run_dir}" in err
+    assert (run_dir / INTERRUPTED_FILE).is_file()
+    assert signal.getsignal(signal.SIGTERM) is not cli._on_sigterm  # the CLI restores the previous handler
+
+
+def test_a_record_that_cannot_be_written_keeps_the_measurement(tmp_path, monkeypatch, capsys):
+    real = runner.write_json_atomic
+
+    def refuse_result(path, data):
+        if path.name == RESULT_FILE:
+            raise PermissionError(13, "Permission denied")
+        return real(path, data)
+
+    monkeypatch.setattr(runner, "write_json_atomic", refuse_result)
+    assert cli.main(["run", "selfcheck", "--scale", "smoke", "--out", str(tmp_path), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "could not write" in err and "held: val loss" in err
+    (run_dir,) = (tmp_path / "selfcheck").iterdir()
+    kept = (run_dir / "error.txt").read_text()
+    assert "result.json could not be written" in kept and '"claim_held": "held"' in kept
+
+
+def test_list_and_report_name_a_bad_out(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    for argv, message in [
+        (["list", "--out", str(tmp_path / "missing")], "does not exist"),
+        (["list", "--out", str(tmp_path / "file")], "is a file, not a folder of run records"),
+        (["report", "--out", "/proc/iclr26-report"], "report.md cannot be written"),
+        (["run", "all", "--seed", "-1"], "--seed must be an integer from 0 to"),
+    ]:
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err

@@ -10,16 +10,17 @@ Examples::
     iclr26 report --readmes
     torchrun --nproc_per_node=2 -m iclr26 run kern --scale gpu   # data parallel, modules with data_parallel=True
 
-Exit status: 0 success, 1 a reproduction failed, 2 bad input (nothing written), 130 interrupted (Ctrl-C; the run
-folder is marked and can be resumed).
+Exit status: 0 success, 1 a reproduction failed, 2 bad input (nothing written), 130 interrupted (Ctrl-C) or 143
+terminated (SIGTERM); an interrupted or terminated run's folder is marked and resumes with ``--resume``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import sys
-import traceback
 from pathlib import Path
 
 import torch
@@ -33,7 +34,7 @@ from iclr26.catalog import (
     load_experiment,
     paper,
 )
-from iclr26.common.config import SCALE_NAMES, ConfigError, field_help
+from iclr26.common.config import SCALE_NAMES, SEED_MAX, ConfigError, field_help
 from iclr26.common.distributed import (
     TIMEOUT_ENV,
     DistributedError,
@@ -43,10 +44,13 @@ from iclr26.common.distributed import (
     timeout_s,
     world_from_env,
 )
+from iclr26.common.experiment import UnitError
 from iclr26.common.records import latest_record
 from iclr26.report import refresh_readme, refresh_status, report_markdown, verdict
+from iclr26.runall import run_all
 from iclr26.runner import (
     OutputError,
+    RecordError,
     ResumeError,
     build_config,
     check_data_parallel,
@@ -54,7 +58,29 @@ from iclr26.runner import (
     run_experiment,
 )
 
-BAD_INPUT = (UnknownModule, ConfigError, MissingExtra, LookupError, OutputError, ResumeError, DistributedError)
+BAD_INPUT = (
+    UnknownModule,
+    ConfigError,
+    MissingExtra,
+    LookupError,
+    OutputError,
+    ResumeError,
+    UnitError,
+    DistributedError,
+)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so a run stops as on Ctrl-C: its folder marked and resumable."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def max_threads() -> int:
+    """The most torch threads a run may ask for: the machine's cores (more only oversubscribes them)."""
+    return os.cpu_count() or 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -87,6 +113,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="torch intra-op threads (default: $ICLR26_THREADS, else torch's default); 1 is best on a busy machine",
     )
+    p_run.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="with 'all': papers run at a time, each in its own process on one thread (default: the machine's cores)",
+    )
     p_run.add_argument("--help-config", action="store_true", help="list the config fields and exit")
     p_run.add_argument(
         "--resume",
@@ -109,7 +141,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _records_folder(out: Path) -> None:
+    """Fail before reading if ``--out`` names no folder of run records.
+
+    Raises:
+        OutputError: naming ``--out``: a missing path, or a file.
+    """
+    if not out.exists():
+        raise OutputError(f"--out {str(out)!r} does not exist; pass the folder runs are written to (default: runs)")
+    if not out.is_dir():
+        raise OutputError(f"--out {str(out)!r} is a file, not a folder of run records")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    _records_folder(args.out)
     print(f"records read from {args.out.resolve()} (latest `{args.scale}` record of each paper)")
     print(f"{'#':>2}  {'module':<13}{'name':<21}{'implemented':<13}last result")
     for p in PAPERS:
@@ -138,22 +183,67 @@ def _run_one(module: str, args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_all(args: argparse.Namespace, threads: int | None) -> int:
+    """``run all``: every implemented paper, ``--jobs`` at a time (:mod:`iclr26.runall`)."""
+    if args.overrides or args.help_config or args.resume:
+        raise ConfigError("--set, --resume and --help-config need one module, not 'all'")
+    jobs = max_threads() if args.jobs is None else args.jobs
+    if not 1 <= jobs <= max_threads():
+        raise ConfigError(f"--jobs must be an integer from 1 to {max_threads()} (this machine's cores), got {jobs}")
+    papers = implemented()
+    if not papers:
+        print("no paper is implemented yet; nothing to run")
+        return 0
+    tail = ["--scale", args.scale, "--out", str(args.out), "--quiet"]
+    if args.seed is not None:
+        tail += ["--seed", str(args.seed)]
+    modules = [p.module for p in papers]
+    return run_all(modules, tail, out=args.out, scale=args.scale, jobs=jobs, threads=threads)
+
+
 def _threads(args: argparse.Namespace) -> int | None:
     """The thread count of ``--threads`` or ``$ICLR26_THREADS`` (None: torch's default).
 
     Raises:
-        ConfigError: naming the option or variable, for a value that is not a positive integer.
+        ConfigError: naming the option or variable, for a value that is not an integer from 1 to the machine's
+            cores (:func:`max_threads`).
     """
+    cap = max_threads()
     if args.threads is not None:
-        if args.threads < 1:
-            raise ConfigError(f"--threads must be a positive integer, got {args.threads}")
+        if not 1 <= args.threads <= cap:
+            raise ConfigError(
+                f"--threads must be an integer from 1 to {cap} (this machine's cores), got {args.threads}"
+            )
         return args.threads
     text = os.environ.get("ICLR26_THREADS", "").strip()
     if not text:
         return None
-    if not text.isdigit() or int(text) < 1:
-        raise ConfigError(f"environment variable ICLR26_THREADS must be a positive integer, got {text!r}")
+    if not text.isdigit() or not 1 <= int(text) <= cap:
+        raise ConfigError(
+            f"environment variable ICLR26_THREADS must be an integer from 1 to {cap} (this machine's cores), "
+            f"got {text!r}"
+        )
     return int(text)
+
+
+#: The device check's committed output (``benchmarks/gpu_presets.py``), when the package runs from a checkout.
+GPU_CHECK = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_presets.json"
+
+
+def gpu_projection(module: str, path: Path = GPU_CHECK) -> str:
+    """The line ``--help-config`` shows for a module's gpu preset: its projected wall time from the committed
+    device check, or that none has been measured."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        row = next(r for r in report["slices"] if r["module"] == module)
+    except (OSError, ValueError, KeyError, StopIteration):
+        return "gpu preset: no projected time yet (the device check, benchmarks/gpu_presets.py, has not timed it)"
+    if row.get("projected_h") is None:
+        return f"gpu preset: not projected by the device check of {report.get('date')} ({row.get('error') or 'failed'})"
+    return (
+        f"gpu preset: about {row['projected_h']:g} h on one {report.get('device_name')} (projected from a timed slice "
+        f"by the device check of {report.get('date')}, benchmarks/gpu_presets.md)"
+    )
 
 
 def _help_config(module: str) -> None:
@@ -162,6 +252,8 @@ def _help_config(module: str) -> None:
     print(f"config fields of {module} ({cls.__name__}); set with --set KEY=VALUE")
     if cls.CPU_BOUND:
         print(f"runs on the CPU at every scale: {cls.CPU_BOUND}")
+    else:
+        print(gpu_projection(module))
     if cls.ALIASES:
         print("aliases: " + ", ".join(f"{old} -> {new}" for old, new in sorted(cls.ALIASES.items())))
     print(f"  {'field':<24} {'type':<28} {'default (cpu)':<18} {'smoke / gpu preset':<22} {'range':<16} help")
@@ -171,6 +263,8 @@ def _help_config(module: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.seed is not None and not 0 <= args.seed <= SEED_MAX:
+        raise ConfigError(f"--seed must be an integer from 0 to {SEED_MAX}, got {args.seed}")
     threads = _threads(args)
     if threads:
         torch.set_num_threads(threads)
@@ -178,28 +272,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if world.is_distributed and not args.help_config:
         check_data_parallel(args.module, world)  # before any work: exit 2 on every rank
     if args.module == "all":
-        if args.overrides or args.help_config or args.resume:
-            print("error: --set, --resume and --help-config need one module, not 'all'", file=sys.stderr)
-            return 2
-        papers = implemented()
-        if not papers:
-            print("no paper is implemented yet; nothing to run")
-            return 0
-        failed = []
-        for p in papers:
-            print(f"== paper {p.number}: {p.name} ({p.module}) at scale {args.scale}", flush=True)
-            try:
-                _run_one(p.module, args)
-            except BAD_INPUT as err:  # e.g. a gpu preset on a machine without CUDA: one line, then the next paper
-                print(f"[{p.module}] FAILED: {err}", file=sys.stderr)
-                failed.append(p.module)
-            except Exception:  # one failing paper must not stop the others
-                traceback.print_exc()
-                print(f"[{p.module}] FAILED", file=sys.stderr)
-                failed.append(p.module)
-        print(f"ran {len(papers)} papers; failed: {', '.join(failed) or 'none'}")
-        return 1 if failed else 0
-
+        return _run_all(args, threads)
+    if args.jobs is not None:
+        raise ConfigError("--jobs goes with 'run all'; one module runs in one process")
     paper(args.module)
     if args.help_config:
         _help_config(args.module)
@@ -220,14 +295,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
+def report_file(scale: str) -> str:
+    """The report's file name: ``report.md`` for cpu records, ``report-<scale>.md`` for the other scales (a smoke
+    report never overwrites the committed one)."""
+    return "report.md" if scale == "cpu" else f"report-{scale}.md"
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise OutputError(f"--out {str(args.out)!r} is a file, not a folder of run records")
-    args.out.mkdir(parents=True, exist_ok=True)
+    target = args.out / report_file(args.scale)
     text = report_markdown(args.out, args.scale)
-    (args.out / "report.md").write_text(text, encoding="utf-8")
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise OutputError(f"--out {str(args.out)!r}: {target.name} cannot be written ({err.strerror or err})") from None
     print(text, end="")
-    print(f"written: {args.out / 'report.md'}")
+    print(f"written: {target}")
     if args.readmes:
         src_root = Path(__file__).resolve().parent
         changed = [p.module for p in PAPERS if refresh_readme(p, args.out, src_root, args.scale)]
@@ -247,14 +332,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     rank = f"[rank {world.rank}/{world.size}] " if world.is_distributed else ""
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return {"list": cmd_list, "run": cmd_run, "report": cmd_report}[args.command](args)
     except BAD_INPUT as err:
         print(f"{rank}error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted (Ctrl-C); an unfinished run folder is marked and resumes with --resume", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        what = "terminated (SIGTERM)" if isinstance(err, Terminated) else "interrupted (Ctrl-C)"
+        resume = getattr(err, "resume_command", None)
+        print(f"{rank}{what}; " + (f"continue with: {resume}" if resume else "nothing was left to resume"),
+              file=sys.stderr)  # fmt: skip
+        return 143 if isinstance(err, Terminated) else 130
+    except RecordError as err:
+        print(f"{rank}error: {err}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # The reader went away (`iclr26 list | head`): stop quietly, and keep Python from complaining at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -269,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

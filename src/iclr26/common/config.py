@@ -319,12 +319,18 @@ def parse_value(name: str, text: str, tp: Any) -> Any:
         return _parse(text, tp)
     except NonFinite:
         raise ConfigError(f"--set {name}={text!r}: must be a finite number") from None
+    except EmptyValue:
+        raise ConfigError(f"--set {name}={text!r}: empty value; give a value, or 'none' for the default") from None
     except (ValueError, TypeError):
         raise ConfigError(f"--set {name}={text!r}: expected {describe_type(tp)}") from None
 
 
 class NonFinite(ValueError):
     """A float field was given ``inf`` or ``nan``."""
+
+
+class EmptyValue(ValueError):
+    """An optional field was given an empty value (``--set data=``): ``none`` says "the default" explicitly."""
 
 
 def _parse(text: str, tp: Any) -> Any:
@@ -336,8 +342,10 @@ def _parse(text: str, tp: Any) -> Any:
         raise ValueError(text)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
-        if type(None) in args and text.strip().lower() in ("none", "null", ""):
+        if type(None) in args and text.strip().lower() in ("none", "null"):
             return None
+        if type(None) in args and not text.strip():
+            raise EmptyValue(text)
         for a in args:
             if a is type(None):
                 continue

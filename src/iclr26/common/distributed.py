@@ -40,6 +40,9 @@ T = TypeVar("T")
 #: Seconds a collective waits for the other ranks before the run fails (``$ICLR26_DIST_TIMEOUT_S`` overrides it).
 DEFAULT_TIMEOUT_S = 600.0
 TIMEOUT_ENV = "ICLR26_DIST_TIMEOUT_S"
+#: ``1``: ranks share the GPUs round-robin (rank r on ``cuda:r % count``) instead of one GPU each; for checking the
+#: NCCL path on a one-GPU machine, where NCCL allows it.
+SHARE_GPU_ENV = "ICLR26_SHARE_GPU"
 
 
 class DistributedError(ValueError):
@@ -137,14 +140,16 @@ def init_process_group(world: World, *, timeout: float | None = None) -> torch.d
     """
     device = None
     backend = "gloo"
+    share = os.environ.get(SHARE_GPU_ENV, "") == "1"
     if torch.cuda.is_available():
-        if world.local_rank >= torch.cuda.device_count():
+        if world.local_rank >= torch.cuda.device_count() and not share:
             raise DistributedError(
                 f"LOCAL_RANK={world.local_rank} but this machine shows {torch.cuda.device_count()} CUDA device(s); "
                 "start at most one process per GPU (torchrun --nproc_per_node)"
             )
-        torch.cuda.set_device(world.local_rank)
-        device, backend = torch.device("cuda", world.local_rank), "cpu:gloo,cuda:nccl"
+        index = world.local_rank % torch.cuda.device_count()
+        torch.cuda.set_device(index)
+        device, backend = torch.device("cuda", index), "cpu:gloo,cuda:nccl"
     if not dist.is_initialized():
         seconds = timeout_s() if timeout is None else timeout
         dist.init_process_group(

@@ -15,8 +15,10 @@ The CLI builds the config (scale preset, ``--seed``, ``--set``), creates the run
 The contract every reproduction follows:
 
 - **Units of work.** The expensive parts of a run (an arm x seed, a study) go through :meth:`RunContext.unit`, which
-  stores each finished unit's result in the run folder atomically; ``iclr26 run M --resume RUN_DIR`` skips the
-  finished units of a killed run and produces the same record as an uninterrupted run. Before and after every unit
+  stores each finished unit's result in the run folder atomically, with its key and a digest of the run's config;
+  ``iclr26 run M --resume RUN_DIR`` checks every stored unit before any work (:func:`check_units`: a damaged file,
+  or one of another unit or config, stops the resume with a line naming it), skips the finished units of a killed run
+  and produces the same record as an uninterrupted run. Before and after every unit
   the global RNGs are reseeded from the master seed and the unit's key, so a skipped unit does not shift the random
   draws of the code that follows it. A unit's result must be picklable and hold no live objects (no modules or
   optimisers: their parameters as tensors are fine).
@@ -38,6 +40,8 @@ The contract every reproduction follows:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pickle
 import re
@@ -138,6 +142,8 @@ class RunContext:
             shows progress bars and logs. A reproduction hands it to every helper that shards or reduces.
         device: the device the config's ``device`` field names, resolved once by the runner (this rank's GPU under
             torchrun); the CPU for a config without one. A reproduction hands it down instead of resolving again.
+        config_digest: :func:`config_digest` of the run's config, stored with every unit and checked when read back.
+        on_unit: called after each unit is stored (the runner keeps the run's elapsed time up to date with it).
     """
 
     out_dir: Path
@@ -148,6 +154,8 @@ class RunContext:
     resumed_units: list[str] = field(default_factory=list)
     world: World = SINGLE
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    config_digest: str = ""
+    on_unit: Callable[[], None] | None = None
 
     @property
     def plots(self) -> list[str]:
@@ -204,8 +212,7 @@ class RunContext:
         if finished:
             value = None
             if main:
-                with path.open("rb") as fh:
-                    value = pickle.load(fh)["value"]
+                value = read_unit(path, key=key, config_digest=self.config_digest)
             if parallel:
                 value = broadcast_object(value)
             self.resumed_units.append(key)
@@ -215,7 +222,11 @@ class RunContext:
             if parallel:
                 value = broadcast_object(value)  # every rank continues with rank 0's result
             if main:
-                _write_pickle_atomic(path, {"index": len(self.units), "value": value})
+                _write_pickle_atomic(
+                    path, {"key": key, "config": self.config_digest, "index": len(self.units), "value": value}
+                )
+                if self.on_unit is not None:
+                    self.on_unit()
         self.units.append(key)
         seed_everything(derive_seed(self.seed, "after-unit", key))
         return value
@@ -237,6 +248,52 @@ class RunContext:
         """One line of progress information on stderr (kept out of progress bars' way)."""
         if not self.quiet and self.world.is_main:
             tqdm.write(message, file=sys.stderr)
+
+
+class UnitError(ValueError):
+    """A stored unit of work cannot be trusted (damaged, or of another unit or config); the message names the file
+    and the fix."""
+
+
+def config_digest(module: str, config_values: dict[str, Any]) -> str:
+    """A digest of a run's module and config (its ``to_dict()``), stored with every unit of the run."""
+    text = json.dumps({"module": module, "config": config_values}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def read_unit(path: Path, *, key: str, config_digest: str) -> Any:
+    """The value of the unit stored at ``path``, after checking that it is whole and belongs to this run.
+
+    Raises:
+        UnitError: naming the file, if it cannot be read, is not a unit, holds another key than its name says, or was
+            stored by a run of another config.
+    """
+    fix = f"delete {path} and resume again (the unit is recomputed)"
+    try:
+        with path.open("rb") as fh:
+            data = pickle.load(fh)
+    except Exception as err:  # noqa: BLE001 - any failure to read a unit back means it cannot be trusted
+        raise UnitError(f"unit file {path} is damaged ({type(err).__name__}); {fix}") from None
+    if not isinstance(data, dict) or not {"key", "config", "value"} <= set(data):
+        raise UnitError(f"unit file {path} is not a unit of work of this version; {fix}")
+    if data["key"] != key:
+        raise UnitError(f"unit file {path} holds unit {data['key']!r}, not {key!r} (files swapped?); {fix}")
+    if data["config"] != config_digest:
+        raise UnitError(f"unit file {path} was written by a run of another config; {fix}")
+    return data["value"]
+
+
+def check_units(run_dir: Path, config_digest: str) -> list[str]:
+    """Check every stored unit of ``run_dir`` before a resume does any work; returns their keys.
+
+    Raises:
+        UnitError: for the first unit file that :func:`read_unit` refuses.
+    """
+    keys = []
+    for path in sorted((Path(run_dir) / UNITS_DIR).glob("*.pkl")):
+        read_unit(path, key=path.stem, config_digest=config_digest)
+        keys.append(path.stem)
+    return keys
 
 
 def _write_pickle_atomic(path: Path, data: Any) -> None:

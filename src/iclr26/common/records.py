@@ -26,7 +26,15 @@ INTERRUPTED_FILE = "interrupted.txt"
 ERROR_FILE = "error.txt"
 SCHEMA_VERSION = 2
 #: Keys of a record that differ between two runs of one config and seed; everything else must be identical.
-NON_DETERMINISTIC_KEYS = ("started_utc", "wall_time_s", "cpu_time_s", "timings", "resumed_units", "plot_errors")
+NON_DETERMINISTIC_KEYS = (
+    "started_utc",
+    "wall_time_s",
+    "cpu_time_s",
+    "legs",
+    "timings",
+    "resumed_units",
+    "plot_errors",
+)
 
 
 def utc_stamp(now: datetime | None = None) -> str:
