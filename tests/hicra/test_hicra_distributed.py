@@ -64,8 +64,9 @@ def test_smoke_on_two_ranks_equals_one_process_with_per_prompt_seeds(tmp_path):
         assert got[key] == pytest.approx(value, abs=TOLERANCE), key
 
 
-# The SmolLM2 backend's arm loop (hicra.pretrained_run.train_arm, per-prompt seeds) on one and on two ranks. The untrained model
-# never solves the task, so the reward is a stand-in with spread (the completion's length in characters, even = 1).
+# The SmolLM2 backend's arm loop (hicra.pretrained_run.train_arm, per-prompt seeds) on one and on two ranks. The
+# untrained model never solves the task, so the reward is a stand-in with spread (the completion's length in
+# characters, even = 1).
 SCRIPT = r"""
 import sys, dataclasses
 import torch
@@ -82,7 +83,7 @@ if world.is_distributed:
 pretrained_run.check_answer = lambda p, t, finished=True: AnswerCheck(float(len(t) % 2 == 0), "stand-in")
 config = dataclasses.replace(
     HicraConfig.preset("smoke"), backend="smollm2", parallel=mode, rl_steps=2, eval_every=2, prompts_per_step=2,
-    group_size=2, max_new_tokens=6, rl_lr=1e-2, lora_r=2,
+    group_size=2, max_new_tokens=6, pretrained_rl_lr=1e-2, lora_r=2,
 )
 lm = pretrained.add_lora(pretrained.load_pretrained(dtype="float32", threads=1), r=2, seed=0)
 pretrained.distribute(lm, mode=mode)

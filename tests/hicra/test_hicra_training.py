@@ -79,7 +79,10 @@ def _fixed_batch(vocab):
         "try 5 * 2 = 10 . yes , therefore the answer is 5 * 2",
         "try 5 + 2 = 7 . no , backtrack and try again . try 5 - 2 = 3 . no , so the answer is 5 - 2",
     ]
-    rows = [([Vocab.BOS, *vocab.encode(p.prompt)], [*vocab.encode(t), Vocab.EOS]) for p, t in zip(problems, texts)]
+    rows = [
+        ([Vocab.BOS, *vocab.encode(p.prompt)], [*vocab.encode(t), Vocab.EOS])
+        for p, t in zip(problems, texts, strict=True)
+    ]
     width = max(len(p) + len(c) for p, c in rows)
     seq = torch.full((4, width), Vocab.PAD, dtype=torch.long)
     for i, (p, c) in enumerate(rows):

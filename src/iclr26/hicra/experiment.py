@@ -96,6 +96,7 @@ def mine(config: HicraConfig, correct: list[str], tokenize) -> tuple[StrategicGr
         min_doc_frac=config.min_doc_frac,
         max_within=config.max_within,
         merge_jaccard=config.merge_jaccard,
+        max_doc_frac=config.max_doc_frac,
     )
     if len(grams) == 0:
         raise RuntimeError("no Strategic Gram passed the filters; lower min_doc_frac or raise max_within")
@@ -117,6 +118,8 @@ def run_sft(config: HicraConfig, train, held_out, vocab: Vocab, device: torch.de
     samples = generate(
         model, encode_prompts(train, vocab), vocab, max_new_tokens=config.max_new_tokens, temperature=1.0, generator=gen
     )
+    # the sampled tokens' pieces (a sampled completion need not re-encode: a digit piece may follow a word piece)
+    pieces = {t: vocab.piece_list(samples.completion_ids(i)) for i, t in enumerate(samples.texts)}
     correct = [
         t
         for p, t, f in zip(train, samples.texts, samples.finished.tolist(), strict=True)
@@ -124,7 +127,7 @@ def run_sft(config: HicraConfig, train, held_out, vocab: Vocab, device: torch.de
     ]
     if not correct:
         raise RuntimeError("the SFT policy solved no training problem; raise sft_steps (nothing to mine grams from)")
-    grams, placebo, coverage = mine(config, correct, lambda text: vocab.piece_list(vocab.encode(text)))
+    grams, placebo, coverage = mine(config, correct, pieces.__getitem__)
     return SFTResult(
         state={k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
         losses=losses,
@@ -174,13 +177,15 @@ def run_arm(config: HicraConfig, sft: SFTResult, arm: str, i: int, train, held_o
         )
 
 
-def measurements(runs: dict[str, list[RLCurves]]) -> Measurements:
+def measurements(runs: dict[str, list[RLCurves]], n_held: int) -> Measurements:
     """The verdict's per-seed numbers from every arm's curves."""
     return Measurements(
+        start_acc={arm: [c.held_out_acc[0] for c in curves] for arm, curves in runs.items()},
         final_acc={arm: [c.held_out_acc[-1] for c in curves] for arm, curves in runs.items()},
         auc={arm: [auc(c.eval_step, c.held_out_acc) for c in curves] for arm, curves in runs.items()},
         exec_entropy={arm: [c.exec_entropy for c in curves] for arm, curves in runs.items()},
         semantic_entropy={arm: [c.semantic_entropy for c in curves] for arm, curves in runs.items()},
+        n_held_out=n_held,
     )
 
 
@@ -211,7 +216,7 @@ def outcome(
     config: HicraConfig, sft, runs: dict[str, list[RLCurves]], *, n_train: int, n_held: int, timings: dict
 ) -> Outcome:
     """The record: the verdict and every measured quantity."""
-    m = measurements(runs)
+    m = measurements(runs, n_held)
     tests = paired_tests(m, config)
     metrics = {
         "per_arm": {arm: arm_metrics(m, arm, curves, config.entropy_drop) for arm, curves in runs.items()},
@@ -224,6 +229,7 @@ def outcome(
             "final_loss": sft.losses[-1],
         },
         "strategic_grams": describe(sft.grams),
+        "grams_in_every_solution": [c.name for c in sft.grams.clusters if c.doc_freq == 1.0],
         "placebo_grams": [c.name for c in sft.placebo.clusters],
         "token_coverage": sft.coverage,
         "problems": {"train": n_train, "held_out": n_held},

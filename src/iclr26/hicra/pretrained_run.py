@@ -193,14 +193,14 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
         from iclr26.common.pretrained import sample_rollout, sft_step
 
         lm = _load(config, ctx.device)
-        opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.sft_lr)
+        opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.pretrained_sft_lr)
         rng = np.random.default_rng(derive_seed(config.seed, "sft"))
         kinds = ("correct", "premature", "slip")
         weights = np.asarray(config.sft_mix) / sum(config.sft_mix)
         losses = []
         lm.model.train()
-        for _ in range(config.sft_steps):
-            batch = [train[int(rng.integers(len(train)))] for _ in range(config.sft_batch)]
+        for _ in range(config.pretrained_sft_steps):
+            batch = [train[int(rng.integers(len(train)))] for _ in range(config.pretrained_sft_batch)]
             traces = [make_trace(p, kinds[int(rng.choice(3, p=weights))], rng) for p in batch]
             losses.append(sft_step(lm, opt, [prompt_text(p) for p in batch], traces, chat=False).loss)
         roll = sample_rollout(
@@ -263,7 +263,7 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
 
 def _arm_start(config, lm, arm: str, i: int, sft: PretrainedSFT) -> tuple:
     """An RL arm's optimiser over the adapters, its step generator (seed i's "rl" stream) and what it amplifies."""
-    opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.rl_lr)
+    opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.pretrained_rl_lr)
     gen = torch.Generator().manual_seed(derive_seed(config.seed, "rl", i) % 2**63)
     amplify: StrategicGrams | str | None = {
         "grpo": None,

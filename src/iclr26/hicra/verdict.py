@@ -3,7 +3,11 @@
 The rule, fixed before any run: HICRA's held-out greedy accuracy, final and area under the curve, exceeds GRPO's by a
 one-sided paired Student t-test across seeds (the lower confidence bound of the mean paired difference above
 ``min_gain``), **and** the placebo (the same α on random n-grams of equal count and coverage) does not exceed GRPO by
-the same test. The two-phase dynamic (:func:`two_phase`) is reported as observed or not, never part of the rule.
+the same test. The gate: RL moved the policy at all — GRPO's final held-out accuracy exceeds the SFT start's by the
+same test with margin ``min_rl_gain``; if not, no arm comparison means anything and the verdict is inconclusive.
+Reported beside it: the power of the test for a gain of ``effect_size`` (:func:`power`), from the binomial
+evaluation noise of the held-out set and from the measured spread. The two-phase dynamic (:func:`two_phase`) is
+reported as observed or not, never part of the rule.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from iclr26.common.config import threshold
 from iclr26.common.stats import paired_t
-from iclr26.common.verdict import Verdict
+from iclr26.common.verdict import Gate, Verdict
 from iclr26.hicra.config import HicraConfig
 
 
@@ -27,16 +32,20 @@ class Measurements:
     """What the verdict reads: plain per-seed numbers of every arm (seeds paired across arms).
 
     Attributes:
+        start_acc: arm -> held-out greedy accuracy at RL step 0 (the SFT start), one per seed.
         final_acc: arm -> held-out greedy accuracy at the last RL step, one per seed.
         auc: arm -> normalised area under the held-out accuracy curve, one per seed.
         exec_entropy: arm -> per seed, the execution-token entropy of every RL step (for :func:`two_phase`).
         semantic_entropy: arm -> per seed, the Strategic-Gram semantic entropy of every RL step.
+        n_held_out: held-out problems each accuracy is measured on.
     """
 
+    start_acc: dict[str, list[float]]
     final_acc: dict[str, list[float]]
     auc: dict[str, list[float]]
     exec_entropy: dict[str, list[list[float]]]
     semantic_entropy: dict[str, list[list[float]]]
+    n_held_out: int
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,25 @@ def paired_test(x: Sequence[float], y: Sequence[float], *, confidence: float, mi
     diffs = [a - b for a, b in zip(x, y, strict=True)]
     t = paired_t(diffs, confidence=confidence, null=min_gain, moments="exact")
     return PairedTest(diffs, t.mean, t.lower, t.p_greater, t.lower > min_gain)
+
+
+def power(effect: float, sd: float, n: int, *, confidence: float, min_gain: float = 0.0) -> float:
+    """Power of the one-sided paired t-test (``n`` seeds, ``confidence``) to find a mean gain ``effect`` above
+    ``min_gain`` when the per-seed differences have standard deviation ``sd``.
+
+    ``P(T > t_{confidence, n−1})`` with ``T`` noncentral Student t of ``n − 1`` degrees of freedom and noncentrality
+    ``(effect − min_gain)·√n / sd``; nan with fewer than two seeds or ``sd = 0``.
+    """
+    if n < 2 or not sd > 0:
+        return math.nan
+    ncp = (effect - min_gain) * math.sqrt(n) / sd  # noncentrality of the t statistic under the effect
+    return float(stats.nct.sf(stats.t.ppf(confidence, n - 1), n - 1, ncp))
+
+
+def binomial_sd(accuracy: float, n_items: int) -> float:
+    """The sd of a paired accuracy difference on ``n_items`` items whose outcomes in the two arms are independent
+    Bernoulli(``accuracy``): ``√(2·p(1 − p)/N)``, the evaluation noise alone."""
+    return math.sqrt(2 * accuracy * (1 - accuracy) / max(1, n_items))
 
 
 def two_phase(exec_entropy: Sequence[Sequence[float]], semantic: Sequence[Sequence[float]], drop: float) -> dict:
@@ -115,12 +143,43 @@ def paired_tests(m: Measurements, config: HicraConfig) -> dict[str, dict[str, Pa
     return {arm: {"final": test(arm, m.final_acc), "auc": test(arm, m.auc)} for arm in m.final_acc if arm != "grpo"}
 
 
+def power_report(m: Measurements, config: HicraConfig) -> dict[str, Any]:
+    """The power of the final-accuracy test for a gain of ``effect_size``: from the held-out set's binomial noise at
+    GRPO's accuracy (what the design allows), and from the measured sd of HICRA − GRPO across seeds."""
+    n = len(m.final_acc["grpo"])
+    design_sd = binomial_sd(statistics.fmean(m.final_acc["grpo"]), m.n_held_out)
+    diffs = [a - b for a, b in zip(m.final_acc["hicra"], m.final_acc["grpo"], strict=True)]
+    measured_sd = statistics.stdev(diffs) if n > 1 else math.nan
+
+    def at(sd: float) -> float:
+        return power(config.effect_size, sd, n, confidence=config.confidence, min_gain=config.min_gain)
+
+    return {
+        "effect": config.effect_size,
+        "seeds": n,
+        "held_out_items": m.n_held_out,
+        "design_sd": design_sd,
+        "design_power": at(design_sd),
+        "measured_sd": measured_sd,
+        "measured_power": at(measured_sd) if math.isfinite(measured_sd) else math.nan,
+    }
+
+
 def verdict(m: Measurements, config: HicraConfig) -> Verdict:
-    """Held iff HICRA exceeds GRPO (final and AUC) and the placebo does not (module docstring)."""
+    """Held iff HICRA exceeds GRPO (final and AUC) and the placebo does not; inconclusive if RL did not move GRPO
+    (module docstring)."""
     tests = paired_tests(m, config)
     h, p = tests["hicra"], tests["placebo"]
     hicra_exceeds = h["final"].exceeds and h["auc"].exceeds
     placebo_exceeds = p["final"].exceeds and p["auc"].exceeds
+    moved = paired_test(
+        m.final_acc["grpo"], m.start_acc["grpo"], confidence=config.confidence, min_gain=config.min_rl_gain
+    )
+    gate = Gate(
+        "rl_moves_grpo",
+        moved.exceeds,
+        {"grpo_final_minus_start": moved.mean, "lower_bound": _bound(moved), "min_rl_gain": config.min_rl_gain},
+    )
     phases = two_phase(m.exec_entropy["hicra"], m.semantic_entropy["hicra"], config.entropy_drop)
     evidence = {
         "test": f"one-sided paired Student t across {config.n_seeds} seeds, confidence {config.confidence}",
@@ -130,16 +189,24 @@ def verdict(m: Measurements, config: HicraConfig) -> Verdict:
         "placebo_minus_grpo_auc": {"mean": p["auc"].mean, "lower_bound": _bound(p["auc"])},
         "hicra_exceeds_grpo": hicra_exceeds,
         "placebo_exceeds_grpo": placebo_exceeds,
-        "thresholds": {name: threshold(config, name) for name in ("confidence", "min_gain", "entropy_drop")},
+        "power": power_report(m, config),
+        "thresholds": {
+            name: threshold(config, name)
+            for name in ("confidence", "min_gain", "min_rl_gain", "effect_size", "entropy_drop")
+        },
     }
     measurement = (
         f"held-out acc final HICRA {statistics.fmean(m.final_acc['hicra']):.3f} vs GRPO "
         f"{statistics.fmean(m.final_acc['grpo']):.3f}: "
         f"gain {_fmt(h['final'])}, AUC gain {_fmt(h['auc'])}; placebo gain {_fmt(p['final'])}, AUC {_fmt(p['auc'])}; "
         f"two-phase (HICRA): phase 1 {'observed' if phases['phase1_observed'] else 'not observed'}, phase 2 "
-        f"{'observed' if phases['phase2_observed'] else 'not observed'}"
+        f"{'observed' if phases['phase2_observed'] else 'not observed'}; GRPO's gain over the SFT start "
+        f"{_fmt(moved)}; power for +{config.effect_size:.2f}: {evidence['power']['design_power']:.2f} (binomial "
+        f"noise of {m.n_held_out} items), {evidence['power']['measured_power']:.2f} (measured spread)"
     )
-    return Verdict.decide([], held=hicra_exceeds and not placebo_exceeds, evidence=evidence, measurement=measurement)
+    return Verdict.decide(
+        [gate], held=hicra_exceeds and not placebo_exceeds, evidence=evidence, measurement=measurement
+    )
 
 
 def _bound(t: PairedTest) -> float | None:
@@ -151,4 +218,14 @@ def _fmt(t: PairedTest) -> str:
     return f"{t.mean:+.3f} (lower bound {bound})"
 
 
-__all__ = ["Measurements", "PairedTest", "paired_test", "paired_tests", "two_phase", "verdict"]
+__all__ = [
+    "Measurements",
+    "PairedTest",
+    "binomial_sd",
+    "paired_test",
+    "paired_tests",
+    "power",
+    "power_report",
+    "two_phase",
+    "verdict",
+]
