@@ -84,7 +84,6 @@ def trained_stage() -> tuple:
     """3 GRPO steps of Q=4 prompts x G=4 with per-prompt seeds on this process's share of the prompts (rewards from
     :func:`length_reward`, so that groups have spread and the steps move the weights); returns (curves, weights)."""
     import iclr26.eog.training as training
-
     from iclr26.common.distributed import current_world
 
     world = current_world()

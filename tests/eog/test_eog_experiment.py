@@ -73,7 +73,7 @@ def test_bad_data_file_is_a_config_error_naming_data_and_line(tmp_path):
 def test_smoke_run_through_the_cli(smoke):
     record = smoke("eog")
     assert record["units"] == [
-        "sft-seed0",
+        "sft",
         "imitation-seed0",
         "grpo1-seed0",
         "grpo2-grpo_f1-seed0",
@@ -84,14 +84,18 @@ def test_smoke_run_through_the_cli(smoke):
     budgets = record["metrics"]["budgets"]
     # equal updates after SFT for every trained arm; the three RL arms sampled the same number of sequences
     assert {budgets[a]["updates_after_sft"] for a in ARMS if a != "sft"} == {4}
-    assert {"confidence", "min_gain", "f1_tolerance"} <= set(record["evidence"]["thresholds"])
+    assert {"confidence", "min_gain", "f1_tolerance", "min_valid", "min_rl_gain"} <= set(
+        record["evidence"]["thresholds"]
+    )
     assert set(record["evidence"]["parts"]) == {
         "a_eog_beats_sft_ood",
         "b_eog_beats_imitation_ood",
         "c_path_reward_raises_faithfulness",
         "d_f1_within_tolerance",
-        "control_placebo_fails",
+        "e_eog_beats_placebo_faithfulness",
     }
+    assert set(record["evidence"]["gates"]) == {"sft_outputs_parse", "rl_raises_f1"}
+    assert len(record["metrics"]["tests"]["eog_vs_placebo_faithfulness"]["per_seed"]) == 1
     assert sorted(record["plots"]) == ["faithfulness_f1.png", "hits_at_1.png"]
 
 

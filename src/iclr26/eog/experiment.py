@@ -6,9 +6,10 @@ What ``iclr26 run eog`` does (backend ``tinylm``, the ``smoke`` and ``cpu`` scal
    in-distribution compositions, an RL pool of in-distribution and OOD questions (answers and gold paths only), and
    held-out ID and OOD test splits — OOD compositions contain a relation bigram no SFT trace ever shows (the paper's
    atypical paths); or loads the user's RoG-style JSONL (``--set data=PATH``) and holds out whole compositions;
-2. per seed, stage 1: SFT cold start of a tiny word-level LM on mixed-quality traces of the SFT questions
-   (unit ``sft-seed<i>``; the **SFT-only** arm);
-3. stage 2: GRPO with ``R_out`` = F1 for ``stage2_steps`` (unit ``grpo1-seed<i>``), shared by the three RL arms;
+2. stage 1: SFT cold start of a tiny word-level LM on mixed-quality traces of the SFT questions (unit ``sft``; the
+   **SFT-only** arm), one start for every seed, as the paper fine-tunes one model;
+3. per seed, stage 2: GRPO with ``R_out`` = F1 for ``stage2_steps`` (unit ``grpo1-seed<i>``), shared by the three RL
+   arms of the seed;
 4. stage 3, from that checkpoint, ``stage3_steps`` more GRPO steps with: F1 again (**GRPO(F1)**), F1 + path reward
    (**EoG**), or F1 + a placebo path reward scored against random off-path triples (**placebo**, the control);
    units ``grpo2-<arm>-seed<i>``;
@@ -43,7 +44,7 @@ from iclr26.eog.kg import KGTask, make_task, split_loaded
 from iclr26.eog.policy import Policy, PretrainedPolicy, TinyPolicy, WordVocab, tokenize
 from iclr26.eog.rewards import F1_ONLY, F1_PLUS_PATH
 from iclr26.eog.training import EvalResult, StageCurves, evaluate, grpo_stage, placebo_paths, sft_stage
-from iclr26.eog.verdict import Measurements, verdict
+from iclr26.eog.verdict import Measurements, paired_tests, verdict
 
 
 def build_task(config: EogConfig) -> KGTask:
@@ -147,8 +148,13 @@ def policy_from(config: EogConfig, task: KGTask, i: int, ctx: RunContext, state=
 def sft_unit(config: EogConfig, task: KGTask, i: int, ctx: RunContext, start=None, *, key: str = "sft") -> ArmResult:
     """Step 2 (``start`` None: the SFT-only arm) or step 5 (``start``: the SFT weights; the imitation arm)."""
     policy = policy_from(config, task, i, ctx, start)
-    steps = config.sft_steps if start is None else config.stage2_steps + config.stage3_steps
-    batch = config.sft_batch if start is None else config.prompts_per_step * config.group_size
+    pretrained = config.backend == "smollm2"
+    if start is None:  # stage 1, on the backend's own SFT settings
+        steps = config.pretrained_sft_steps if pretrained else config.sft_steps
+        batch = config.pretrained_sft_batch if pretrained else config.sft_batch
+    else:  # imitation: as many updates as the RL arms, of as many sequences
+        steps = config.stage2_steps + config.stage3_steps
+        batch = config.prompts_per_step * config.group_size
     with ctx.progress(total=steps, desc=f"{key} seed {i}") as bar:
         losses = sft_stage(
             policy,
@@ -193,9 +199,9 @@ STAGE_REWARDS = {"grpo1": (F1_ONLY, False), "grpo_f1": (F1_ONLY, False), "eog": 
 STAGE_REWARDS["placebo"] = (F1_PLUS_PATH, True)
 
 
-def run_seed(config: EogConfig, task: KGTask, i: int, ctx: RunContext) -> dict[str, ArmResult]:
-    """Steps 2–6 for seed ``i``: the five arms (and ``"stage2"``, the shared RL phase-1 checkpoint), as units."""
-    sft = ctx.unit(f"sft-seed{i}", lambda: sft_unit(config, task, i, ctx))
+def run_seed(config: EogConfig, task: KGTask, sft: ArmResult, i: int, ctx: RunContext) -> dict[str, ArmResult]:
+    """Steps 3–6 for seed ``i`` from the shared SFT start: the five arms (and ``"stage2"``, the seed's RL phase-1
+    checkpoint), as units."""
     results = {"sft": sft}
     results["imitation"] = ctx.unit(
         f"imitation-seed{i}", lambda: sft_unit(config, task, i, ctx, sft.state, key="imitation")
@@ -265,6 +271,7 @@ def measurements(runs: list[dict[str, ArmResult]]) -> Measurements:
         faithfulness={arm: pooled(arm, "faithfulness") for arm in ARMS},
         f1={arm: pooled(arm, "f1") for arm in ARMS},
         off_path={arm: pooled(arm, "off_path") for arm in ARMS},
+        valid={arm: pooled(arm, "valid") for arm in ARMS},
     )
 
 
@@ -311,6 +318,12 @@ def outcome(config, task, runs, check: PretrainedCheck | None, timings: dict[str
     """The record: the verdict, the metrics, and the notes (the SmolLM2 check's numbers when it ran)."""
     m = measurements(runs)
     values = metrics(config, task, runs, m)
+    # every paired test in full (per-seed differences, interval, p); a bound is None with one seed (no interval)
+    values["tests"] = {
+        name: {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in t.items() if k != "ci95"}
+        | {"ci95": [b if math.isfinite(b) else None for b in t["ci95"]]}
+        for name, t in paired_tests(m, config).items()
+    }
     if check is not None:
         values["smollm2_check"] = {
             "sft_losses": check.sft_losses,
@@ -338,7 +351,8 @@ def run(config: EogConfig, ctx: RunContext) -> Outcome:
     """Steps 1–7 (module docstring)."""
     start_cpu, start_wall = time.process_time(), time.perf_counter()
     task = build_task(config)
-    runs = [run_seed(config, task, i, ctx) for i in range(config.n_seeds)]
+    sft = ctx.unit("sft", lambda: sft_unit(config, task, 0, ctx))  # one SFT start for every seed, as the paper's
+    runs = [run_seed(config, task, sft, i, ctx) for i in range(config.n_seeds)]
     check = None
     if config.backend == "tinylm" and config.smollm2_check:
         check = ctx.unit("smollm2-check", lambda: smollm2_check(config, task, ctx.device))
