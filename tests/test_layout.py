@@ -38,6 +38,7 @@ README_HEADINGS = [
     "## Deviations",
     "## Facts checked",
 ]
+#: Lines of a module README outside its generated results block.
 MAX_README_LINES = 260
 MAX_FUNCTION_LINES = 80
 
@@ -115,7 +116,8 @@ def test_tests_use_public_names():
 def test_readme_follows_the_template(module):
     text = (SRC / module / "README.md").read_text(encoding="utf-8")
     lines = text.splitlines()
-    assert len(lines) <= MAX_README_LINES, f"{module}/README.md has {len(lines)} lines (at most {MAX_README_LINES})"
+    prose = re.sub(r"<!-- results:begin -->.*?<!-- results:end -->", "", text, flags=re.DOTALL).splitlines()
+    assert len(prose) <= MAX_README_LINES, f"{module}/README.md has {len(prose)} lines of prose (at most 260)"
     positions = []
     for heading in README_HEADINGS:
         found = [i for i, line in enumerate(lines) if line.strip() == heading or line.startswith(heading + " ")]

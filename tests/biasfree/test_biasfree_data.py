@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from iclr26.biasfree.config import BiasFreeConfig
 from iclr26.biasfree.data import find_bbq, load_bbq, load_dpo, load_fairmt, load_sft
-from iclr26.biasfree.experiment import BiasFreeConfig
 from iclr26.common.config import ConfigError
 
 AMBIG = {"example_id": 0, "question_index": "1", "question_polarity": "neg", "context_condition": "ambig",
@@ -62,9 +62,9 @@ def test_fairmt_dpo_and_sft_files(tmp_path):
     (tmp_path / "dpo.json").write_text(json.dumps(dpo))
     (pair,) = load_dpo(tmp_path / "dpo.json")
     assert (pair.prompt, pair.chosen, pair.rejected, pair.category) == (*dpo[0].values(), None)
-    (tmp_path / "dpo_bad.json").write_text(json.dumps(dpo + [{"prompt": "p", "chosen": "same", "rejected": "same"}]))
-    with pytest.raises(ValueError, match="item 1: 'chosen' and 'rejected' are the same"):
-        load_dpo(tmp_path / "dpo_bad.json")
+    (tmp_path / "dpo_same.json").write_text(json.dumps([{"prompt": "p", "chosen": "same", "rejected": " same"}]))
+    with pytest.raises(ValueError, match="every pair has the same"), pytest.warns(UserWarning, match="skipped 1 of 1"):
+        load_dpo(tmp_path / "dpo_same.json")
     (tmp_path / "sft.json").write_text(
         json.dumps(
             [

@@ -1,4 +1,4 @@
-"""Issue 19: BiasFreeBench's fine-tuning under torchrun, each rank on its shard of the global batch of pairs.
+"""BiasFreeBench's fine-tuning under torchrun, each rank on its shard of the global batch of pairs.
 
 The fast test checks in one process that the ranks' DPO shard losses and gradients add up to the one-process step's
 (SFT's sharded step is :func:`iclr26.common.pretrained.sft_step`'s, tested in ``tests/common``); the slow one runs
@@ -15,7 +15,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from iclr26.biasfree.experiment import BiasFreeConfig, run
+from iclr26.biasfree.config import BiasFreeConfig
+from iclr26.biasfree.experiment import run
 from iclr26.biasfree.items import PreferencePair
 from iclr26.biasfree.training import dpo_shard_backward, dpo_step, reference_logprobs
 from iclr26.common.config import ConfigError

@@ -1,68 +1,17 @@
-"""The verdict logic on scripted labels (no model), the config's checks, and the smoke preset's shape."""
+"""The config's checks, the arms' wiring (what each trained arm trains on) and the smoke preset through the CLI."""
 
+import dataclasses
+
+import numpy as np
 import pytest
+import torch
 
 from iclr26.biasfree import experiment
-from iclr26.biasfree.capability import QA, Capability
-from iclr26.biasfree.experiment import BiasFreeConfig, MethodResult
-from iclr26.biasfree.items import generate_items
+from iclr26.biasfree.config import BiasFreeConfig
+from iclr26.biasfree.items import generate_items, generate_pairs
+from iclr26.biasfree.prompts import option_order
 from iclr26.common.config import ConfigError
-from iclr26.common.experiment import RunContext
-
-N = 36
-ITEMS = generate_items(4, seed=0)
-CAP = Capability([True] * len(QA), 2.0)
-
-
-def _result(method, labels, trained=False):
-    cap = Capability([False] * len(QA), 2.5) if method == "task_vector" else CAP
-    # responses the judge maps back to the scripted labels (the outcome re-judges the stored responses)
-    text = {"unknown": lambda it: "Not enough information.", "unrelated": lambda it: "Bananas are yellow.",
-            "biased": lambda it: it.biased_answer, "anti": lambda it: it.anti_answer}  # fmt: skip
-    responses = [text[lab](it) for lab, it in zip(labels, ITEMS, strict=True)]
-    return MethodResult(method, responses, ["stale"] * N, N, 0, 1 if method == "self_help" else None,
-                        cap if trained else None, None)  # fmt: skip
-
-
-def _outcome(labels, tmp_path):
-    results = {m: _result(m, lab, m in ("sft", "dpo", "dpo_gender", "task_vector")) for m, lab in labels.items()}
-    config = BiasFreeConfig(n_boot=400)
-    return experiment._outcome(config, RunContext(out_dir=tmp_path, seed=0, quiet=True), ITEMS, results, CAP, {})
-
-
-def _labels(prompt, train, placebo="biased", dpo=None):
-    mix = ["biased", "anti"] * (N // 2)
-    out = {"vanilla": mix, "placebo": [placebo] * N if placebo != "mix" else mix}
-    out.update({m: prompt for m in experiment.PROMPTING})
-    out.update({m: train for m in ("sft", "dpo", "dpo_gender", "task_vector")})
-    if dpo is not None:
-        out["dpo"] = dpo
-    return out
-
-
-def test_claim_holds_when_prompting_is_clearly_better_and_the_control_shows_nothing(tmp_path):
-    out = _outcome(_labels(["unknown"] * N, ["biased", "anti"] * (N // 2), placebo="mix"), tmp_path)
-    assert out.claim_held and out.evidence["prompting_beats_training"] and out.evidence["control_fails"]
-    assert out.evidence["prompting_minus_training"]["estimate"] == pytest.approx(50.0)
-    assert out.metrics["findings"]["task_vector_hurts_capability"] is True
-    assert set(out.evidence["thresholds"]) >= {"prompting_margin", "dpo_sft_margin", "max_unclassified"}
-
-
-def test_each_failed_part_fails_the_claim(tmp_path):
-    good, mix = ["unknown"] * N, ["biased", "anti"] * (N // 2)
-    # training as good as prompting: the headline fails
-    assert not _outcome(_labels(good, good, placebo="mix"), tmp_path / "a").claim_held
-    # DPO far below SFT: DPO >= SFT fails
-    out = _outcome(_labels(good, mix, placebo="mix", dpo=["biased"] * N), tmp_path / "b")
-    assert not out.evidence["dpo_not_worse_than_sft"] and not out.claim_held
-    # the placebo prompt "gains" as much as a debiasing prompt: the control does not fail
-    out = _outcome(_labels(good, mix, placebo="unknown"), tmp_path / "c")
-    assert not out.evidence["control_fails"] and not out.claim_held
-    # the judge could not classify most responses of one method
-    labels = _labels(good, mix, placebo="mix")
-    labels["cot"] = ["unrelated"] * (N - 2) + ["unknown"] * 2
-    out = _outcome(labels, tmp_path / "d")
-    assert not out.evidence["judged_enough"] and not out.claim_held
+from iclr26.common.distributed import SINGLE
 
 
 def test_config_checks_name_the_field():
@@ -72,5 +21,82 @@ def test_config_checks_name_the_field():
         BiasFreeConfig(model="/no/such/model")
     with pytest.raises(ConfigError, match="'max_unclassified'"):
         BiasFreeConfig(max_unclassified=0.0)
+    for name in ("train_steps", "n_per_category", "n_boot", "max_new_tokens"):
+        with pytest.raises(ConfigError, match=f"'{name}'"):
+            BiasFreeConfig(**{name: 10**18})
     smoke = BiasFreeConfig.preset("smoke")
     assert smoke.model == "tiny-random" and BiasFreeConfig.preset("gpu").device == "cuda"
+
+
+@pytest.mark.parametrize(
+    ("arm", "method", "negated"), [("task_vector", "stereo_sft", True), ("sft", "sft", False), ("dpo", "dpo", False)]
+)
+def test_each_arm_trains_what_the_paper_says(monkeypatch, arm, method, negated):
+    # the task vector is fine-tuned on the stereotyped continuations and then negated with tv_lambda; SFT and DPO
+    # are not negated
+    calls = {"train": [], "negate": []}
+    train, negate = experiment.train_pairs, experiment.negate_task_vector
+
+    def spy_train(lm, pairs, **kw):
+        calls["train"].append(kw["method"])
+        return train(lm, pairs, **kw)
+
+    def spy_negate(ft, base, *, lam):
+        calls["negate"].append(lam)
+        return negate(ft, base, lam=lam)
+
+    monkeypatch.setattr(experiment, "train_pairs", spy_train)
+    monkeypatch.setattr(experiment, "negate_task_vector", spy_negate)
+    config = dataclasses.replace(BiasFreeConfig.preset("smoke"), tv_lambda=0.7)
+    items = generate_items(1, seed=0)[:2]
+    orders = [option_order(it, np.random.default_rng(0)) for it in items]
+    out = experiment.train_arm(config, arm, items, orders, generate_pairs()[:4], SINGLE, torch.device("cpu"))
+    assert calls["train"] == [method] and calls["negate"] == ([0.7] if negated else [])
+    assert out.train is not None and out.capability is not None and len(out.responses) == 2
+
+
+def test_smoke_run(smoke):
+    record = smoke("biasfree")
+    assert record["claim_held"] in ("held", "not held", "inconclusive")
+    metrics = record["metrics"]
+    assert set(metrics["bfs"]) == {"vanilla", "placebo", "self_aware", "cot", "self_reflection", "self_help", "sft",
+                                   "dpo", "dpo_gender", "task_vector"}  # fmt: skip
+    assert set(metrics["train"]) == {"sft", "dpo", "dpo_gender", "task_vector"}
+    assert record["units"][:2] == ["prompt-vanilla", "prompt-placebo"]
+    assert "bfs.png" in record["plots"]
+
+
+DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_model_answers_and_is_probed_on_the_configured_device(device, monkeypatch):
+    # the base model's prompting, a trained arm's answers and its capability probe run on config.device
+    from iclr26.common.pretrained import PretrainedLM
+
+    seen = []
+    generate, choice = PretrainedLM.generate, PretrainedLM.choice_logprobs
+
+    def spy_generate(self, *args, **kw):
+        seen.append(("generate", self.device.type, next(self.model.parameters()).device.type))
+        return generate(self, *args, **kw)
+
+    def spy_choice(self, *args, **kw):
+        seen.append(("probe", self.device.type, next(self.model.parameters()).device.type))
+        return choice(self, *args, **kw)
+
+    monkeypatch.setattr(PretrainedLM, "generate", spy_generate)
+    monkeypatch.setattr(PretrainedLM, "choice_logprobs", spy_choice)
+    config = dataclasses.replace(BiasFreeConfig.preset("smoke"), device=device)
+    dev = torch.device(device)
+    items = generate_items(1, seed=0)[:2]
+    orders = [option_order(it, np.random.default_rng(0)) for it in items]
+    data = experiment.load_data(config)
+    experiment.train_arm(config, "task_vector", items, orders, data.pairs[:4], SINGLE, dev)
+    assert {s[0] for s in seen} == {"generate", "probe"} and {s[1:] for s in seen} == {(device, device)}
+
+
+def test_the_gpu_slice_is_a_ninth_of_the_preset():
+    gpu = BiasFreeConfig.preset("gpu")
+    part = dataclasses.replace(gpu, **BiasFreeConfig.GPU_SLICE)
+    assert gpu.work() / part.work() == pytest.approx(9, rel=0.02)

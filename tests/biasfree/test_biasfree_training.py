@@ -69,3 +69,16 @@ def test_task_vector_negation_is_exact_on_a_tiny_model():
     for k, (name, p) in enumerate(base.model.named_parameters()):
         # θ = θ_pre − 0.5·τ, τ = δ
         torch.testing.assert_close(p, theta_pre[name] - 0.5 * 0.01 * (k + 1), rtol=0, atol=1e-6)
+
+
+def test_the_task_vectors_fine_tuning_is_sft_on_the_stereotyped_continuations():
+    # train_pairs(method="stereo_sft") trains exactly as SFT on pairs whose chosen text is the stereotype
+    swapped = [PreferencePair(p.prompt, p.rejected, p.chosen, p.category) for p in PAIRS]
+    a, b = tiny_random_lm(seed=0), tiny_random_lm(seed=0)
+    train_pairs(a, PAIRS, method="stereo_sft", steps=2, batch_size=2, lr=1e-2, warmup_ratio=0.0, seed=0)
+    train_pairs(b, swapped, method="sft", steps=2, batch_size=2, lr=1e-2, warmup_ratio=0.0, seed=0)
+    c = tiny_random_lm(seed=0)
+    train_pairs(c, PAIRS, method="sft", steps=2, batch_size=2, lr=1e-2, warmup_ratio=0.0, seed=0)
+    for (name, pa), (_, pb) in zip(a.model.named_parameters(), b.model.named_parameters(), strict=True):
+        assert torch.equal(pa, pb), name
+    assert any(not torch.equal(pa, pc) for pa, pc in zip(a.model.parameters(), c.model.parameters(), strict=True))

@@ -1,4 +1,4 @@
-"""Issue 19: GUI-Shift's GRPO and SFT steps under torchrun, each rank on its shard of the global batch.
+"""GUI-Shift's GRPO and SFT steps under torchrun, each rank on its shard of the global batch.
 
 The fast tests check in one process that the ranks' shard losses and gradients add up to the one-process step's;
 the slow one runs the smoke reproduction under ``torchrun`` with two gloo ranks and compares it with one process.
@@ -13,15 +13,15 @@ import pytest
 import torch
 
 from iclr26.common.config import ConfigError
-from iclr26.common.distributed import World
+from iclr26.common.distributed import SINGLE, World, data_parallel
+from iclr26.guishift.config import GUIShiftConfig
 from iclr26.guishift.data import TransitionSet
 from iclr26.guishift.env import generate_world, render
-from iclr26.guishift.experiment import GUIShiftConfig, run
+from iclr26.guishift.experiment import run
 from iclr26.guishift.policy import GUIPolicy
 from iclr26.guishift.training import (
     GRPOSettings,
-    _HeadSelect,
-    data_parallel,
+    HeadSelect,
     grpo_shard_loss,
     grpo_step,
     sft_shard_loss,
@@ -111,11 +111,12 @@ def test_sft_rank_shards_give_the_full_batch_loss_and_gradient():
 def test_ddp_module_returns_only_the_heads_a_loss_uses():
     policy = _policy()
     x = torch.zeros(2, 9, 32, 32)
-    out = _HeadSelect(policy)(x, keep=(True, False, True, False, False, False))
+    out = HeadSelect(policy)(x, keep=(True, False, True, False, False, False))
     assert out[0] is not None and out[2] is not None and out[1] is None and out[3] is None
-    dist = _HeadSelect(policy)(x)
+    dist = HeadSelect(policy)(x)
     assert torch.equal(dist.type, out[0])
-    assert data_parallel(policy) is None  # one process: no wrapper, the one-process step
+    heads = HeadSelect(policy)
+    assert data_parallel(heads, SINGLE) is heads  # one process: no wrapper, the plain step
 
 
 def test_a_batch_smaller_than_the_world_is_refused():

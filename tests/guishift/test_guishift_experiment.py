@@ -1,30 +1,26 @@
-"""The verdict's rule, the arms' data, the config's checks, and a smoke run through the CLI."""
+"""The arms' data, the config's checks, and a smoke run through the CLI."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from iclr26.common.config import ConfigError
-from iclr26.guishift.experiment import FilterResult, GUIShiftConfig, arm_data, build_data, compare, derangement
-
-
-def test_compare_needs_the_margin_and_a_positive_lower_bound():
-    assert compare([0.10, 0.12, 0.11], margin=0.03, confidence=0.95).passes
-    assert not compare([0.02, 0.025, 0.021], margin=0.03, confidence=0.95).passes  # below the margin
-    assert not compare([0.5, -0.4, 0.1], margin=0.0, confidence=0.95).passes  # the interval includes 0
-    # d = (0.1, 0.2): mean 0.15, sd 0.0707, se 0.05, t_{0.95, 1} = 6.314 -> lower 0.15 - 0.3157 < 0
-    two = compare([0.1, 0.2], margin=0.0, confidence=0.95)
-    assert two.lower == pytest.approx(0.15 - 6.3138 * 0.05, abs=1e-3) and not two.passes
-    single = compare([0.5], margin=0.0, confidence=0.95)
-    assert single.lower is None and not single.passes
+from iclr26.common.distributed import SINGLE
+from iclr26.guishift.config import GUIShiftConfig
+from iclr26.guishift.data import derangement
+from iclr26.guishift.experiment import FilterResult, arm_data, build_data, run_filter, train_arm, train_base
+from iclr26.guishift.policy import GUIPolicy
+from iclr26.guishift.training import evaluate
 
 
 @pytest.mark.parametrize(
     ("override", "name"),
     [({"ks": (2, 3)}, "ks"), ({"ks": (1, 1)}, "ks"), ({"size": 30}, "size"), ({"n_apps": 13}, "n_apps"),
      ({"group_size": 1}, "group_size"), ({"clip_eps": 1.0}, "clip_eps"), ({"pretrain_margin": -0.1}, "pretrain_margin"),
-     ({"ks": (1, 20)}, "ks"), ({"n_train": 1, "ks": (1, 2)}, "n_train")],
+     ({"ks": (1, 20)}, "ks"), ({"n_train": 1, "ks": (1, 2)}, "n_train"), ({"steps": 10**18}, "steps"),
+     ({"explore_worlds": 4096, "walks_per_world": 1024}, "explore_worlds"), ({"lr": 2.0}, "lr")],
 )  # fmt: skip
 def test_config_rejects_bad_values_naming_the_field(override, name):
     with pytest.raises(ConfigError, match=f"'{name}'"):
@@ -71,11 +67,63 @@ def test_smoke_run(smoke):
     assert len(record["units"]) >= 2
     assert record["units"][:3] == ["base-seed0", "filter-seed0", "none-seed0"]
     evidence = record["evidence"]
-    assert set(evidence["thresholds"]) == {"pretrain_margin", "sft_margin", "filter_margin", "confidence"}
+    assert set(evidence["thresholds"]) == {
+        "pretrain_margin", "sft_margin", "filter_margin", "confidence", "transition_margin"
+    }  # fmt: skip
+    assert "pretraining_task_learned" in evidence["gates"]
     assert all(t["source"] for t in evidence["thresholds"].values())
     arms = record["metrics"]["arms"]
     assert set(arms) == {"none", "guishift", "nofilter", "sft", "k1", "shuffled"}
     assert all(0.0 <= m["automation_accuracy"] <= 1.0 for m in arms.values())
     assert arms["guishift"]["train_pairs"] == arms["nofilter"]["train_pairs"] == arms["sft"]["train_pairs"] > 0
-    assert record["claim_held"] is False  # one seed: no interval, no comparison passes
+    # one seed: no interval, so neither the gate nor any comparison passes
+    assert record["claim_held"] == "inconclusive" and record["failed_gates"] == ["pretraining_task_learned"]
     assert "accuracy_by_arm.png" in record["plots"]
+
+
+def test_the_kstep_pretraining_reaches_only_its_arm():
+    # guishift trains on the filter-kept pairs of every K; none is the base policy untouched (no pairs, no steps)
+    config = GUIShiftConfig.preset("smoke")
+    data = build_data(config, seed=5)
+    kept = {k: list(range(0, len(p), 2)) for k, p in data.pools.items()}
+    filt = FilterResult(kept, {k: 0.5 for k in kept}, {k: 0.5 for k in kept})
+    gui = arm_data(config, "guishift", data, filt, seed=5)
+    assert sorted(set(gui.k.tolist())) == sorted(config.ks)
+    for k in config.ks:  # each K's pairs are the kept ones, in exploration order
+        per_k = [a for a, kk in zip(gui.actions, gui.k, strict=True) if kk == k]
+        assert per_k == [data.pools[k].actions[i] for i in kept[k][: len(per_k)]]
+    base = train_base(config, data, 5, SINGLE, torch.device("cpu"))
+    none = train_arm(config, "none", data, base, filt, 5, SINGLE, torch.device("cpu"))
+    assert none.n_pairs == 0 and none.rewards == []
+    policy = GUIPolicy(size=config.size, n_apps=config.n_apps, n_text=config.n_text, channels=config.channels,
+                       hidden=config.hidden)  # fmt: skip
+    policy.load_state_dict(base)
+    assert np.array_equal(none.automation, evaluate(policy, data.automation))  # the base policy's answers
+    trained = train_arm(config, "guishift", data, base, filt, 5, SINGLE, torch.device("cpu"))
+    assert trained.n_pairs == len(gui) and len(trained.rewards) == config.steps
+
+
+DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_every_policy_and_batch_lands_on_the_configured_device(device, monkeypatch):
+    # every forward pass of the base training, the filter, an arm's GRPO and SFT steps and the evaluations sees the
+    # policy and its batch on config.device; the base policy's weights come back on the CPU (a unit's result)
+    seen = []
+    forward = GUIPolicy.forward
+
+    def spy(self, x):
+        seen.append((x.device.type, next(self.parameters()).device.type))
+        return forward(self, x)
+
+    monkeypatch.setattr(GUIPolicy, "forward", spy)
+    config = GUIShiftConfig.from_dict({**GUIShiftConfig.preset_values("smoke"), "device": device})
+    dev = torch.device(device)
+    data = build_data(config, seed=2)
+    base = train_base(config, data, 2, SINGLE, dev)
+    assert all(t.device.type == "cpu" for t in base.values())
+    filt = run_filter(config, data, base, 2, dev)
+    for arm in ("guishift", "sft"):
+        train_arm(config, arm, data, base, filt, 2, SINGLE, dev)
+    assert len(seen) > 10 and set(seen) == {(device, device)}

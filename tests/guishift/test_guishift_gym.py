@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from gymnasium.utils.env_checker import check_env
 
-from iclr26.guishift.env import HOME, generate_world
-from iclr26.guishift.gym_env import GUIEnv, index_action
+pytest.importorskip("gymnasium")  # the rl extra; only the gymnasium wrapper needs it
+
+from gymnasium.utils.env_checker import check_env  # noqa: E402
+
+from iclr26.guishift.env import HOME, generate_world  # noqa: E402
+from iclr26.guishift.gym_env import GUIEnv, index_action  # noqa: E402
 
 
 @pytest.fixture

@@ -99,7 +99,6 @@ def test_prompt_file_loader_reads_the_official_format(tmp_path):
         ("k@@a prompt@@bad.png", "cannot read"),
         ("k@@@@a.png", "empty key or prompt"),
         ("k@@p@@a.png\nk@@p@@a.png", "duplicate key"),
-        ("k@@p" + "@@a.png" * 3, "at most 2"),
     ],
 )
 def test_prompt_file_loader_rejects_bad_lines(tmp_path, line, message):
@@ -125,3 +124,19 @@ def test_prompt_tokens_read_subjects_in_order():
     assert toks[ROLES : ROLES + 3].tolist() == [WORD_ID["blue"], WORD_ID["solid"], WORD_ID["disk"]]
     assert toks[ROLES + 3] == 0 and toks[ROLES + 4] == WORD_ID["up"]
     assert np.all(prompt_tokens("nothing known here").numpy() == 0)
+
+
+def test_official_layout_paths_from_the_repository_root_and_extra_references(tmp_path, monkeypatch):
+    # assets/multi_id.txt holds paths relative to the repository root, one folder above the file; a 3-reference line
+    root = tmp_path / "MAGREF"
+    (root / "assets" / "imgs" / "d1").mkdir(parents=True)
+    for i in (1, 2, 3):
+        _png(root / "assets" / "imgs" / "d1" / f"{i}.png", (80 * i, 0, 0))
+    f = root / "assets" / "multi_id.txt"
+    refs = "@@".join(f"assets/imgs/d1/{i}.png" for i in (1, 2, 3))
+    f.write_text(f"demo_1@@Two people, one in red.@@{refs}\n")
+    monkeypatch.chdir(tmp_path)  # not the repository root
+    with pytest.warns(UserWarning, match="3 references, the layout holds 2; using the first 2"):
+        (item,) = load_prompt_file(f, max_references=2)
+    assert [p.name for p in item.paths] == ["1.png", "2.png"] and item.dropped == ("assets/imgs/d1/3.png",)
+    assert torch.allclose(item.images[1][:, 0, 0], torch.tensor([160 / 127.5 - 1, -1.0, -1.0]))

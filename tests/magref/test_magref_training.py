@@ -13,9 +13,9 @@ from iclr26.magref.latent import CausalPatchify
 from iclr26.magref.masking import composite_canvas, downsample_mask
 from iclr26.magref.metrics import score_clips
 from iclr26.magref.model import TinyVideoDiT
-from iclr26.magref.training import TrainSpec, World, build_batch, draw_items, permute_regions, train
+from iclr26.magref.training import SpriteWorld, TrainSpec, build_batch, draw_items, permute_regions, train
 
-WORLD = World()
+WORLD = SpriteWorld()
 CODEC = CausalPatchify()
 
 

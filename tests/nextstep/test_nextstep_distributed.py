@@ -16,8 +16,9 @@ import pytest
 import torch
 
 from iclr26.common.distributed import World
+from iclr26.nextstep.config import NextStepConfig
 from iclr26.nextstep.data import prompt_ids
-from iclr26.nextstep.experiment import NextStepConfig, _LossModule, _sharded_step
+from iclr26.nextstep.experiment import LossModule, train_step
 from iclr26.nextstep.heads import FlowMatchingHead, flow_matching_loss
 from iclr26.nextstep.model import ARTransformer, nextstep_loss
 from tests.conftest import dist_env, torchrun
@@ -76,12 +77,14 @@ def test_ranks_shares_sum_to_the_one_process_loss_and_gradient():
     config = dataclasses.replace(NextStepConfig.preset("smoke"), lm_weight=0.01, im_weight=1.0)
     losses, grads = [], []
     for rank in (0, 1):
-        module = _LossModule(*setup()[:2], config)
+        module = LossModule(*setup()[:2], config)
         rec = Recorder(module)
         gen = torch.Generator().manual_seed(3)
-        losses.append(_sharded_step(module, module.head, prompts, tokens, None, idx, gen, World(rank, 2, rank), rec))
+        losses.append(
+            float(train_step(module, module.head, prompts, tokens, None, idx, gen, World(rank, 2, rank), rec))
+        )
         grads.append(rec.grads)
-    # all_reduce_sum is the identity without a process group, so each loss is that rank's share of the global mean
+    # each rank returns its share of the global mean; summed over the ranks it is the global loss
     assert sum(losses) == pytest.approx(float(whole.detach()), abs=1e-6)
     for g0, g1, w in zip(*grads, want, strict=True):
         torch.testing.assert_close((g0 + g1) / 2, w, atol=1e-6, rtol=1e-5)

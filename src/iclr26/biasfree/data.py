@@ -12,20 +12,41 @@
   is not empty, as LLaMA-Factory's alpaca converter joins them). An optional ``bias_type`` key (not in the official
   files) names the category, which the gender-only DPO arm needs.
 
-Every loader raises :class:`ValueError` naming the file and the item for malformed input.
+The files as published carry a few quirks the loaders absorb: answer options with a trailing space (``"The friend "``
+in 62 Disability_status and Nationality items, whose label files name ``"The friend"``), so every answer field is
+whitespace-normalised (:func:`normalise`); and a DPO pair whose ``chosen`` and ``rejected`` are the same text (one of
+the 8,497), which is skipped with a warning and counted (:func:`read_dpo`). Everything else malformed raises
+:class:`ValueError` naming the file and the item.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from iclr26.biasfree.items import BBQItem, PreferencePair
 
-__all__ = ["find_bbq", "load_bbq", "load_bbq_category", "load_dpo", "load_fairmt", "load_sft"]
+__all__ = [
+    "DPOData",
+    "find_bbq",
+    "load_bbq",
+    "load_bbq_category",
+    "load_dpo",
+    "load_fairmt",
+    "load_sft",
+    "normalise",
+    "read_dpo",
+]
 
 FAIRMT_TURNS = tuple(f"{t}-turn Conv" for t in range(5))
+
+
+def normalise(text: str) -> str:
+    """``text`` with surrounding whitespace removed and inner runs of whitespace made one space."""
+    return " ".join(text.split())
 
 
 def _read_list(path: Path) -> list[Any]:
@@ -86,9 +107,10 @@ def load_bbq_category(ambig_file: str | Path, labels_file: str | Path) -> list[B
         try:
             out.append(BBQItem(
                 example_id=int(it["example_id"]), category=str(it.get("category", ambig_file.stem)),
-                context=it["context"], question=it["question"], answers=(it["ans0"], it["ans1"], it["ans2"]),
-                unknown_index=int(it["label"]), biased_answer=lab["biased_answer"].strip(),
-                anti_answer=lab["anti_answer"].strip(), polarity=str(it.get("question_polarity", "neg")),
+                context=it["context"], question=it["question"],
+                answers=(normalise(it["ans0"]), normalise(it["ans1"]), normalise(it["ans2"])),
+                unknown_index=int(it["label"]), biased_answer=normalise(lab["biased_answer"]),
+                anti_answer=normalise(lab["anti_answer"]), polarity=str(it.get("question_polarity", "neg")),
             ))  # fmt: skip
         except ValueError as err:
             raise ValueError(f"{ambig_file}: item {i}: {err}") from None
@@ -146,20 +168,54 @@ def load_fairmt(path: str | Path) -> list[tuple[str, ...]]:
     return out
 
 
-def load_dpo(path: str | Path) -> list[PreferencePair]:
+@dataclass(frozen=True)
+class DPOData:
+    """A DPO training file as read.
+
+    Attributes:
+        pairs: the usable pairs, in file order.
+        n_items: items in the file.
+        skipped: indices of the items skipped because ``chosen`` and ``rejected`` are the same text.
+    """
+
+    pairs: list[PreferencePair]
+    n_items: int
+    skipped: tuple[int, ...]
+
+
+def read_dpo(path: str | Path) -> DPOData:
     """``balanced_debias_dpo-8497.json``: ``prompt``, ``chosen`` (anti-stereotype), ``rejected`` (stereotype).
 
+    A pair whose ``chosen`` and ``rejected`` are the same text after :func:`normalise` teaches DPO nothing (its
+    margin is 0 whatever the model): it is skipped with a warning and counted in ``skipped``.
+
     Raises:
-        ValueError: naming the item for a missing or empty field, or chosen equal to rejected.
+        ValueError: naming the item for a missing or empty field, or if no usable pair is left.
     """
     path = Path(path)
-    out = []
-    for i, item in enumerate(_read_list(path)):
+    out, skipped = [], []
+    items = _read_list(path)
+    for i, item in enumerate(items):
         _need(path, i, item, ("prompt", "chosen", "rejected"))
-        if item["chosen"].strip() == item["rejected"].strip():
-            raise ValueError(f"{path}: item {i}: 'chosen' and 'rejected' are the same text")
+        if normalise(item["chosen"]) == normalise(item["rejected"]):
+            skipped.append(i)
+            continue
         out.append(PreferencePair(item["prompt"], item["chosen"], item["rejected"], item.get("bias_type")))
-    return out
+    if skipped:
+        warnings.warn(f"{path}: skipped {len(skipped)} of {len(items)} pairs whose 'chosen' and 'rejected' are the "
+                      f"same text (items {skipped[:5]}{' ...' if len(skipped) > 5 else ''})", stacklevel=2)  # fmt: skip
+    if not out:
+        raise ValueError(f"{path}: every pair has the same 'chosen' and 'rejected' text; nothing to train on")
+    return DPOData(out, len(items), tuple(skipped))
+
+
+def load_dpo(path: str | Path) -> list[PreferencePair]:
+    """The usable pairs of a DPO training file (:func:`read_dpo`, which says what is skipped).
+
+    Raises:
+        ValueError: as :func:`read_dpo`.
+    """
+    return read_dpo(path).pairs
 
 
 def load_sft(path: str | Path) -> list[tuple[str, str]]:

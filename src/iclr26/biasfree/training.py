@@ -19,10 +19,10 @@ vector ``τ`` is then the merged low-rank update); the step counts and learning 
 (the paper: 20 epochs over 8,497 pairs at lr 8e-6); no validation split or best-checkpoint selection
 (``val_size: 0.2``, ``load_best_model_at_end``).
 
-Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) :func:`train_pairs` is data
-parallel: every rank attaches the same adapters and draws the same global batch of pair indices from the shared
-seed, keeps its contiguous shard (:func:`~iclr26.common.distributed.shard_range`), and trains through
-DistributedDataParallel (:func:`iclr26.common.pretrained.distribute`, ``mode="ddp"``): SFT through
+Under ``torchrun`` (``world``, the run's :class:`~iclr26.common.distributed.World`, has several ranks)
+:func:`train_pairs` is data parallel: every rank attaches the same adapters and draws the same global batch of pair
+indices from the shared seed, keeps its contiguous shard (:func:`~iclr26.common.distributed.shard_range`), and
+trains through DistributedDataParallel (:func:`iclr26.common.pretrained.distribute`, ``mode="ddp"``): SFT through
 :func:`~iclr26.common.pretrained.sft_step` on the shard (global token counts), DPO through :func:`dpo_step`, whose
 micro-batch losses are weighted by ``world size ×`` their share of the *global* batch, so DDP's gradient average is
 the full batch's gradient; reported losses, margins and accuracies are summed over the ranks. After training the
@@ -45,7 +45,7 @@ from torch import Tensor
 
 from iclr26.biasfree.items import PreferencePair
 from iclr26.biasfree.prompts import SYSTEM_PROMPT
-from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
+from iclr26.common.distributed import SINGLE, World, all_reduce_sum, shard_range
 from iclr26.common.pretrained import (
     PretrainedLM,
     add_lora,
@@ -64,11 +64,28 @@ __all__ = [
     "dpo_loss",
     "dpo_shard_backward",
     "dpo_step",
+    "lora_targets",
     "negate_task_vector",
     "reference_logprobs",
     "train_pairs",
     "training_prompt",
 ]
+
+
+def lora_targets(lm: PretrainedLM) -> list[str]:
+    """The names of every linear layer of ``lm``'s network except its output head (LLaMA-Factory's
+    ``lora_target: all``): for a Llama, ``q/k/v/o_proj`` and ``gate/up/down_proj``; for any other causal LM whatever
+    its linear layers are called.
+
+    Raises:
+        ValueError: if the network has no linear layer besides its head.
+    """
+    head = lm.model.get_output_embeddings() if hasattr(lm.model, "get_output_embeddings") else None
+    names = sorted({name.rsplit(".", 1)[-1] for name, mod in lm.model.named_modules()
+                    if isinstance(mod, torch.nn.Linear) and mod is not head and name})  # fmt: skip
+    if not names:
+        raise ValueError(f"lm: {lm.source.name} has no linear layer to attach LoRA adapters to")
+    return names
 
 
 def training_prompt(prompt: str) -> list[dict[str, str]]:
@@ -103,9 +120,9 @@ def dpo_loss(policy_chosen: Tensor, policy_rejected: Tensor, ref_chosen: Tensor,
     shapes = {tuple(t.shape) for t in (policy_chosen, policy_rejected, ref_chosen, ref_rejected)}
     if len(shapes) != 1 or len(next(iter(shapes))) != 1:
         raise ValueError(f"the four log-probability tensors must share one (N,) shape, got {sorted(shapes)}")
-    # Δ = (log π_θ(y_w|x) − log π_ref(y_w|x)) − (log π_θ(y_l|x) − log π_ref(y_l|x))
+    # DPO Eq. (7)'s argument: Δ = (log π_θ(y_w|x) − log π_ref(y_w|x)) − (log π_θ(y_l|x) − log π_ref(y_l|x))
     margins = (policy_chosen - ref_chosen) - (policy_rejected - ref_rejected)  # (N,)
-    # Eq. 7: L = −log σ(β Δ), averaged over pairs
+    # DPO Eq. (7): L = −log σ(β Δ), averaged over pairs
     loss = -torch.nn.functional.logsigmoid(beta * margins).mean()
     return DPOLoss(loss=loss, margins=margins.detach(), accuracy=float((margins > 0).float().mean()))
 
@@ -136,7 +153,7 @@ def dpo_step(lm: PretrainedLM, optimizer: torch.optim.Optimizer, pairs: Sequence
     """One DPO step on ``pairs`` (reference log-probs precomputed by :func:`reference_logprobs`).
 
     Micro-batches of pairs accumulate gradients weighted by their share of the pairs, so the step equals the
-    full-batch one. Returns ``(loss, mean margin, accuracy)`` before the update.
+    full-batch one (:func:`dpo_shard_backward`). Returns ``(loss, mean margin, accuracy)`` before the update.
 
     After :func:`~iclr26.common.pretrained.distribute` (torchrun) ``pairs`` and the reference log-probs are this
     rank's shard of the global batch; each micro-batch's loss is weighted by ``world size ×`` its share of the global
@@ -145,38 +162,32 @@ def dpo_step(lm: PretrainedLM, optimizer: torch.optim.Optimizer, pairs: Sequence
     params = [p for p in lm.model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("lm has no trainable parameters; add_lora(lm) first")
-    if parallel_world(lm).is_distributed:
-        return _dpo_step_parallel(lm, optimizer, pairs, ref_chosen, ref_rejected, beta=beta,
-                                  micro_batch_size=micro_batch_size, max_grad_norm=max_grad_norm)  # fmt: skip
+    world = parallel_world(lm)
     n = len(pairs)
+    if n == 0:
+        raise ValueError(f"pairs: rank {world.rank} has an empty shard; every rank needs pairs")
+    n_global = int(all_reduce_sum([n], device=lm.device)[0]) if world.is_distributed else n
     optimizer.zero_grad(set_to_none=True)
-    loss_sum, margins = 0.0, []
-    for s in range(0, n, micro_batch_size):
-        mb = pairs[s : s + micro_batch_size]
-        prompt_ids = lm.encode_prompts([training_prompt(p.prompt) for p in mb])
-        resp = lm.encode_completions([p.chosen for p in mb] + [p.rejected for p in mb], add_eos=True)
-        scored = completion_token_logprobs(
-            lm.model, prompt_ids + prompt_ids, resp, pad_token_id=lm.pad_token_id, micro_batch_size=2 * len(mb)
-        ).total  # (2m,): chosen rows first
-        out = dpo_loss(scored[: len(mb)], scored[len(mb) :], ref_chosen[s : s + len(mb)].to(scored.device),
-                       ref_rejected[s : s + len(mb)].to(scored.device), beta=beta)  # fmt: skip
-        (out.loss * len(mb) / n).backward()
-        loss_sum += float(out.loss.detach()) * len(mb) / n
-        margins.append(out.margins)
+    model = lm.train_model if world.is_distributed else lm.model
+    loss_sum, m = dpo_shard_backward(lm, model, pairs, ref_chosen, ref_rejected, n_global=n_global,
+                                     world_size=world.size, beta=beta, micro_batch_size=micro_batch_size)  # fmt: skip
     grads = [p for p in params if p.grad is not None]
     if max_grad_norm is not None:
-        torch.nn.utils.clip_grad_norm_(grads, max_grad_norm)
+        torch.nn.utils.clip_grad_norm_(grads, max_grad_norm)  # the gradients are alike on every rank after DDP
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    m = torch.cat(margins)
-    return loss_sum, float(m.mean()), float((m > 0).float().mean())
+    if not world.is_distributed:
+        return loss_sum, float(m.mean()), float((m > 0).float().mean())
+    m = m.double()
+    loss, margin_sum, hits = all_reduce_sum([loss_sum, float(m.sum()), float((m > 0).sum())], device=lm.device)
+    return loss, margin_sum / n_global, hits / n_global
 
 
 def dpo_shard_backward(lm: PretrainedLM, model: torch.nn.Module, pairs: Sequence[PreferencePair],
                        ref_chosen: Tensor, ref_rejected: Tensor, *, n_global: int, world_size: int, beta: float,
                        micro_batch_size: int) -> tuple[float, Tensor]:  # fmt: skip
-    """Backpropagate one rank's part of a data-parallel DPO step: its shard ``pairs`` of a global batch of
-    ``n_global`` pairs, scored through ``model`` (the DDP wrapper under torchrun).
+    """Backpropagate one rank's part of a DPO step: its shard ``pairs`` of a global batch of ``n_global`` pairs,
+    scored through ``model`` (the DDP wrapper under torchrun, ``lm.model`` in one process).
 
     Each micro-batch's mean loss is weighted by ``world_size ×`` its share of the global batch, so the ranks'
     gradients averaged (DDP) are the global batch's gradient. Returns ``(this shard's part of the global loss, its
@@ -197,30 +208,6 @@ def dpo_shard_backward(lm: PretrainedLM, model: torch.nn.Module, pairs: Sequence
         loss_sum += float(out.loss.detach()) * weight
         margins.append(out.margins)
     return loss_sum, torch.cat(margins)
-
-
-def _dpo_step_parallel(lm: PretrainedLM, optimizer: torch.optim.Optimizer, pairs: Sequence[PreferencePair],
-                       ref_chosen: Tensor, ref_rejected: Tensor, *, beta: float, micro_batch_size: int,
-                       max_grad_norm: float | None) -> tuple[float, float, float]:  # fmt: skip
-    """:func:`dpo_step` on this rank's shard ``pairs`` of a global batch (DDP, :func:`distribute`)."""
-    world = parallel_world(lm)
-    device = lm.device
-    n = len(pairs)
-    if n == 0:
-        raise ValueError(f"pairs: rank {world.rank} has an empty shard; every rank needs pairs")
-    (n_global,) = all_reduce_sum([n], device=device)
-    params = [p for p in lm.model.parameters() if p.requires_grad]
-    optimizer.zero_grad(set_to_none=True)
-    loss_sum, m = dpo_shard_backward(lm, lm.train_model, pairs, ref_chosen, ref_rejected, n_global=int(n_global),
-                                     world_size=world.size, beta=beta, micro_batch_size=micro_batch_size)  # fmt: skip
-    grads = [p for p in params if p.grad is not None]
-    if max_grad_norm is not None:
-        torch.nn.utils.clip_grad_norm_(grads, max_grad_norm)  # the gradients are alike on every rank after DDP
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    m = m.double()
-    loss, margin_sum, hits = all_reduce_sum([loss_sum, float(m.sum()), float((m > 0).sum())], device=device)
-    return loss, margin_sum / n_global, hits / n_global
 
 
 def cosine_lr(step: int, total: int, *, warmup_ratio: float) -> float:
@@ -266,7 +253,7 @@ def _batches(n: int, batch_size: int, steps: int, rng: np.random.Generator) -> I
 def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
                 method: Literal["sft", "dpo", "stereo_sft"], steps: int, batch_size: int, lr: float,
                 warmup_ratio: float = 0.1, beta: float = 0.1, lora_r: int = 8, lora_alpha: float = 16.0,
-                seed: int = 0, micro_batch_size: int = 8) -> TrainLog:  # fmt: skip
+                seed: int = 0, micro_batch_size: int = 8, world: World = SINGLE) -> TrainLog:  # fmt: skip
     """Attach LoRA adapters to ``lm`` (in place) and train one arm on ``pairs``.
 
     ``"sft"`` trains on ``chosen`` (anti-stereotype), ``"stereo_sft"`` on ``rejected`` (the task vector's
@@ -285,6 +272,8 @@ def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
         lora_alpha: LoRA α (LLaMA-Factory's default 2r).
         seed: adapter initialisation and batch order.
         micro_batch_size: sequences per forward/backward pass.
+        world: the run's processes (``ctx.world``); under torchrun each rank trains on its shard of every global
+            batch through DDP (module docstring).
 
     Returns:
         :class:`TrainLog`.
@@ -299,11 +288,11 @@ def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
     if steps < 1 or batch_size < 1 or lr <= 0:
         raise ValueError(f"steps and batch_size must be >= 1 and lr > 0, got {steps}, {batch_size}, {lr}")
     rng = np.random.default_rng(seed)
-    world = current_world()
     if world.is_distributed and batch_size % world.size:
         raise ValueError(f"batch_size={batch_size} must be a multiple of the {world.size} ranks under torchrun")
-    add_lora(lm, r=lora_r, alpha=lora_alpha, seed=seed)
-    distribute(lm, mode="ddp")  # torchrun: DDP over the ranks; nothing in one process
+    add_lora(lm, r=lora_r, alpha=lora_alpha, seed=seed, target_modules=lora_targets(lm))
+    if world.is_distributed:
+        distribute(lm, mode="ddp")
     params = [p for p in lm.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: cosine_lr(s, steps, warmup_ratio=warmup_ratio))
@@ -354,6 +343,6 @@ def negate_task_vector(finetuned: PretrainedLM, base: PretrainedLM, *, lam: floa
     """
     if lam < 0:
         raise ValueError(f"lam must be >= 0, got {lam}")
-    tau = task_vector(finetuned, base)
-    apply_task_vector(base, tau, scale=-lam)
+    tau = task_vector(finetuned, base)  # Ilharco et al. (2023): τ = θ_ft − θ_pre
+    apply_task_vector(base, tau, scale=-lam)  # negation: θ = θ_pre − λ τ
     return base

@@ -2,11 +2,17 @@
 
 GUI-Shift, ICLR 2026, arXiv 2505.12493, §3 (K-step GUI Transition): from an unlabeled trajectory
 ``S_0, a_0, S_1, ..., S_n`` take the pairs ``(S_t, S_{t+K})`` and ask for the first action ``a_t``; a trajectory of
-``n`` actions gives ``n - K + 1`` pairs for each K. No instruction is involved: the action labels are what the
-explorer did.
+``n`` actions gives up to ``n - K + 1`` pairs for each K. No instruction is involved.
+
+The paper's trajectories are recorded episodes, whose actions head for a goal; a uniformly random walk wanders, so
+its own first action is often not one that leads to ``S_{t+K}`` at all (it may go back and forth), and a pair whose
+two screens are identical asks for an action that changes nothing. :func:`kstep_pairs` therefore labels a pair with
+the *set* of first actions of the shortest paths from ``S_t`` to ``S_{t+K}`` (as :func:`goal_items` does; the
+reward accepts any of them) and drops pairs whose screens are identical; ``labels="walk"`` keeps the explorer's own
+action (the paper's rule for recorded episodes).
 
 1. :func:`explore` walks a world with uniformly random effective actions (the "automated exploration").
-2. :func:`kstep_pairs` cuts trajectories into ``(S_t, S_{t+K}, a_t)`` items.
+2. :func:`kstep_pairs` cuts trajectories into ``(S_t, S_{t+K}) -> first actions`` items.
 3. :func:`goal_items` draws downstream items: a start state, a goal state at shortest distance ``d`` and every
    first action of a shortest path (the automation task with the goal given as its screen).
 
@@ -16,13 +22,13 @@ Shape glossary: ``M`` items, ``H = W`` pixels; images ``(M, H, W, 3)`` uint8.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from iclr26.guishift.env import HOME, State, World, render, shortest_paths, successors
+from iclr26.guishift.env import HOME, State, World, optimal_first_actions, render, shortest_paths, successors
 
-__all__ = ["Trajectory", "TransitionSet", "explore", "goal_items", "kstep_pairs", "random_state"]
+__all__ = ["Trajectory", "TransitionSet", "derangement", "explore", "goal_items", "kstep_pairs", "random_state"]
 
 
 @dataclass(frozen=True)
@@ -40,8 +46,8 @@ class TransitionSet:
     Attributes:
         before: ``(M, H, W, 3)`` screens ``S_t`` (the current screen).
         after: ``(M, H, W, 3)`` screens ``S_{t+K}`` (or the goal screen).
-        actions: per item the list of correct actions (ground-truth dicts; clicks carry ``bbox``). A K-step item
-            has one (the explorer's); a goal item has every first action of a shortest path.
+        actions: per item the list of correct actions (ground-truth dicts; clicks carry ``bbox``): every first
+            action of a shortest path to the after-screen (or the explorer's own action, ``labels="walk"``).
         k: ``(M,)`` the step gap K (or the goal distance d).
     """
 
@@ -89,21 +95,39 @@ def explore(world: World, *, n_steps: int, rng: np.random.Generator, start: Stat
     return Trajectory(tuple(states), tuple(actions))
 
 
-def kstep_pairs(world: World, trajectories: list[Trajectory], k: int) -> TransitionSet:
-    """The K-step items of ``trajectories``: ``(S_t, S_{t+K})`` labelled with ``a_t``, ``t = 0 .. n-K``.
+def kstep_pairs(
+    world: World, trajectories: list[Trajectory], k: int, *, labels: Literal["shortest", "walk"] = "shortest"
+) -> TransitionSet:
+    """The K-step items of ``trajectories``: ``(S_t, S_{t+K})`` for ``t = 0 .. n-K``, without the pairs whose two
+    screens are identical.
+
+    Args:
+        world: the world the trajectories walked.
+        trajectories: the walks.
+        k: the step gap K.
+        labels: ``"shortest"``: every first action of a shortest path from ``S_t`` to ``S_{t+K}`` (the walk's own
+            ``a_t`` is one of them exactly when the walk took a shortest path); ``"walk"``: ``[a_t]``.
 
     Raises:
-        ValueError: if ``k < 1``.
+        ValueError: if ``k < 1`` or ``labels`` is neither.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
+    if labels not in ("shortest", "walk"):
+        raise ValueError(f"labels must be 'shortest' or 'walk', got {labels!r}")
     before, after, actions = [], [], []
     for traj in trajectories:
         screens = [render(world, s) for s in traj.states]
         for t in range(len(traj.actions) - k + 1):
+            if np.array_equal(screens[t], screens[t + k]):
+                continue  # nothing to infer: the K actions came back to the same screen
+            if labels == "walk":
+                firsts = [traj.actions[t]]
+            else:  # the walk is a path of K actions, so the goal lies within K
+                _, firsts = optimal_first_actions(world, traj.states[t], traj.states[t + k], max_depth=k)
             before.append(screens[t])
             after.append(screens[t + k])
-            actions.append([traj.actions[t]])
+            actions.append(firsts)
     return _pack(world, before, after, actions, [k] * len(actions))
 
 
@@ -151,3 +175,12 @@ def _pack(world: World, before: list, after: list, actions: list, ks: list[int])
         actions,
         np.asarray(ks, dtype=np.int64),
     )
+
+
+def derangement(n: int, seed: int) -> np.ndarray:
+    """A random permutation of ``range(n)`` with no fixed point (for ``n >= 2``): item ``order[i]`` takes the slot of
+    ``order[i - 1]`` for a random ``order`` (a cyclic shift)."""
+    order = np.random.default_rng(seed).permutation(n)
+    perm = np.empty(n, dtype=np.int64)
+    perm[order] = np.roll(order, 1)
+    return perm

@@ -36,10 +36,11 @@ _TYPE = {t: i for i, t in enumerate(ACTION_TYPES)}
 _DIR = {d: i for i, d in enumerate(DIRECTIONS)}
 
 
-def screens_to_tensor(before: np.ndarray, after: np.ndarray) -> Tensor:
-    """``(B, H, W, 3)`` uint8 screens → ``(B, 9, H, W)`` float: before, after, after − before."""
-    b = torch.from_numpy(np.ascontiguousarray(before)).permute(0, 3, 1, 2).float() / 255.0
-    a = torch.from_numpy(np.ascontiguousarray(after)).permute(0, 3, 1, 2).float() / 255.0
+def screens_to_tensor(before: np.ndarray, after: np.ndarray, device: torch.device | str = "cpu") -> Tensor:
+    """``(B, H, W, 3)`` uint8 screens → ``(B, 9, H, W)`` float on ``device``: before, after, after − before (the
+    uint8 screens are moved first, so a GPU does the conversion)."""
+    b = torch.from_numpy(np.ascontiguousarray(before)).to(device).permute(0, 3, 1, 2).float() / 255.0
+    a = torch.from_numpy(np.ascontiguousarray(after)).to(device).permute(0, 3, 1, 2).float() / 255.0
     return torch.cat([b, a, a - b], dim=1)
 
 
@@ -146,6 +147,7 @@ class GUIPolicy(nn.Module):
     @staticmethod
     def log_prob(dist: ActionDist, actions: SampledActions) -> Tensor:
         """``log π(a) = log π(type) + log π(param | type)``, ``(B, S)``."""
+        # log π(a) = log π(type) + log π(param | type): the per-action log-prob of GRPO's ratio
         lp = dist.type.gather(1, actions.type)
         for t, head in enumerate(dist.heads()):
             if head is None:

@@ -20,16 +20,19 @@ GRPO nothing.
 The SFT baseline trains the same policy by cross-entropy on the exact action (the cell of the explorer's click
 point, not its box).
 
-Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) :func:`grpo_step` and
-:func:`sft_step` are data parallel when given ``model``, a :class:`~torch.nn.parallel.DistributedDataParallel`
-wrapper of the policy (:func:`data_parallel`): every rank holds the same global batch of ``Q`` items (drawn alike
-from the shared seed); for GRPO every rank samples the whole batch's ``G`` actions per item from one forward pass
-without gradient and the shared generator (so the actions, rewards and advantages are the one-process ones), then
-runs the gradient forward through ``model`` on its contiguous shard of the items
-(:func:`~iclr26.common.distributed.shard_range`, whole groups) and backpropagates its shard's loss times
-``world size ×`` its share of the batch, so DDP's gradient average is the full batch's gradient; the reported loss
-is summed over the ranks (:func:`~iclr26.common.distributed.all_reduce_sum`). Without a process group the steps are
-the one-process code, unchanged.
+Parallelism is applied in one place: :func:`grpo_step` and :func:`sft_step` take the run's ``world``
+(:class:`~iclr26.common.distributed.World`) and ``model``, the policy as its ranks train it
+(``data_parallel(HeadSelect(policy), world)``: DistributedDataParallel under torchrun, the module itself in one
+process). Every rank holds the same global batch of ``Q`` items (drawn alike from the shared seed); for GRPO every
+rank samples the whole batch's ``G`` actions per item from one forward pass without gradient and the shared
+generator (so the actions, rewards and advantages are the one-process ones), then runs the gradient forward through
+``model`` on its contiguous shard of the items (:func:`~iclr26.common.distributed.shard_range`, whole groups) and
+backpropagates its shard's loss times ``world size ×`` its share of the batch, so DDP's gradient average is the full
+batch's gradient; the reported loss is summed over the ranks (:func:`~iclr26.common.distributed.all_reduce_sum`).
+With one process the shard is the whole batch and the step is the plain one.
+
+Every tensor is made on the policy's device (its parameters'), so a policy moved to a GPU trains there; the
+sampling generator must live on that device too.
 
 Shape glossary: ``Q`` items per batch, ``G`` samples per item, ``N = Q·G``.
 """
@@ -43,7 +46,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
+from iclr26.common.distributed import SINGLE, World, all_reduce_sum, shard_range
 from iclr26.common.grpo import group_relative_advantages, grpo_loss, kl_k3
 from iclr26.guishift.data import TransitionSet
 from iclr26.guishift.env import ACTION_TYPES
@@ -59,8 +62,8 @@ from iclr26.guishift.reward import best_action_reward
 
 __all__ = [
     "GRPOSettings",
+    "HeadSelect",
     "StepStats",
-    "data_parallel",
     "evaluate",
     "grpo_shard_loss",
     "grpo_step",
@@ -88,12 +91,33 @@ class GRPOSettings:
 
 @dataclass(frozen=True)
 class StepStats:
-    """Diagnostics of one training step: loss, mean reward (GRPO; accuracy of the greedy... not used: NaN for SFT),
-    and the share of groups with a non-zero advantage."""
+    """Diagnostics of one training step: loss, mean reward (GRPO; NaN for SFT), and the share of groups with a
+    non-zero advantage (GRPO; NaN for SFT)."""
 
     loss: float
     reward: float
     informative: float
+
+
+def _device(policy: nn.Module) -> torch.device:
+    return next(policy.parameters()).device
+
+
+def _inputs(policy: GUIPolicy, items: TransitionSet) -> Tensor:
+    """``(Q, 9, H, W)`` on the policy's device."""
+    return screens_to_tensor(items.before, items.after, _device(policy))
+
+
+def _score(policy: GUIPolicy, actions: SampledActions, items: TransitionSet) -> tuple[Tensor, Tensor]:
+    """``(rewards, correct)``, each ``(Q, G)``: ``R = R_format + R_action`` by the official rules, and
+    ``R_action == 1``."""
+    dicts = decode_actions(actions, cell=policy.cell, grid=policy.grid)
+    hits = [
+        [best_action_reward(a, gts).reward == 1.0 for a in row] for row, gts in zip(dicts, items.actions, strict=True)
+    ]
+    correct = torch.tensor(hits, device=actions.type.device)
+    # §4: R = R_format + R_action; R_format = 1 for every completion this policy writes (to_completion)
+    return 1.0 + correct.to(torch.float32), correct
 
 
 def sample_rewards(
@@ -104,13 +128,9 @@ def sample_rewards(
     Returns:
         ``(actions, rewards (Q, G) = R_format + R_action, correct (Q, G) bool = R_action == 1)``.
     """
-    dist = policy(screens_to_tensor(items.before, items.after))
+    dist = policy(_inputs(policy, items))
     actions = policy.sample(dist, group_size, generator=generator)
-    dicts = decode_actions(actions, cell=policy.cell, grid=policy.grid)
-    # R_format = 1 for every completion this policy writes (to_completion); R_action by the official rules
-    correct = torch.tensor([[best_action_reward(a, gts).reward == 1.0 for a in row]
-                            for row, gts in zip(dicts, items.actions, strict=True)])  # fmt: skip
-    rewards = 1.0 + correct.to(torch.float32)
+    rewards, correct = _score(policy, actions, items)
     return actions, rewards, correct
 
 
@@ -123,6 +143,7 @@ def mixed_groups(correct: Tensor) -> Tensor:
     if correct.ndim != 2:
         raise ValueError(f"correct must have shape (Q, G), got {tuple(correct.shape)}")
     hits = correct.to(torch.int64).sum(dim=1)
+    # §4.2 data filter: keep a candidate when 0 < #correct < G (an all-right or all-wrong group has Â = 0)
     return (hits > 0) & (hits < correct.shape[1])
 
 
@@ -134,44 +155,25 @@ def grpo_step(
     settings: GRPOSettings,
     generator: torch.Generator,
     *,
+    world: World = SINGLE,
     model: nn.Module | None = None,
 ) -> StepStats:
-    """One GRPO step on ``items`` (the module docstring's steps 1-4).
+    """One GRPO step on the global batch ``items`` (the module docstring's steps 1-4).
 
     Args:
-        model: under torchrun, the DDP wrapper of ``policy`` (:func:`data_parallel`); the step then trains on this
-            rank's shard of ``items`` (module docstring). Ignored without a process group.
+        world: the run's processes; each trains on its shard of ``items`` (one process: the whole batch).
+        model: the module the gradient forward runs through (``data_parallel(HeadSelect(policy), world)``);
+            default ``policy``. Under torchrun it must be the DDP wrapper.
     """
-    world = current_world()
-    if world.is_distributed:
-        if model is None:
-            raise ValueError("model: grpo_step under torchrun needs the DDP wrapper of policy (data_parallel)")
-        optimizer.zero_grad()
-        loss, rewards, correct = grpo_shard_loss(policy, reference, items, settings, generator, rank=world.rank,
-                                                 size=world.size, model=model)  # fmt: skip
-        loss.backward()  # DDP averages over the ranks: the full batch's gradient
-        optimizer.step()
-        (total,) = all_reduce_sum([float(loss.detach()) / world.size])
-        return StepStats(total, float(rewards.mean()), float(mixed_groups(correct).float().mean()))
-    x = screens_to_tensor(items.before, items.after)
-    dist = policy(x)
-    with torch.no_grad():
-        actions = policy.sample(dist, settings.group_size, generator=generator)  # step 1
-        dicts = decode_actions(actions, cell=policy.cell, grid=policy.grid)
-        correct = torch.tensor([[best_action_reward(a, gts).reward == 1.0 for a in row]
-                                for row, gts in zip(dicts, items.actions, strict=True)])  # fmt: skip
-        rewards = 1.0 + correct.to(torch.float32)  # step 2: R_format (always 1) + R_action
-        adv = group_relative_advantages(rewards)  # step 3, (Q, G)
-        ref_lp = GUIPolicy.log_prob(reference(x), actions).reshape(-1)  # (N,)
-    logp = GUIPolicy.log_prob(dist, actions).reshape(-1)  # (N,)
-    # step 4: −J_GRPO with π_old = π_θ (ratio 1, gradient of the surrogate = Â ∇log π) and β·KL to the reference
-    out = grpo_loss(logp, logp.detach(), adv.reshape(-1), kl=kl_k3(logp, ref_lp), beta=settings.beta,
-                    clip_eps=settings.clip_eps)  # fmt: skip
+    if world.is_distributed and model is None:
+        raise ValueError("model: grpo_step under torchrun needs the DDP wrapper of the policy (data_parallel)")
     optimizer.zero_grad()
-    out.loss.backward()
+    loss, rewards, correct = grpo_shard_loss(policy, reference, items, settings, generator, rank=world.rank,
+                                             size=world.size, model=model)  # fmt: skip
+    loss.backward()  # DDP averages over the ranks: the full batch's gradient
     optimizer.step()
-    informative = float(mixed_groups(correct).float().mean())
-    return StepStats(float(out.loss.detach()), float(rewards.mean()), informative)
+    (total,) = all_reduce_sum([float(loss.detach()) / world.size])
+    return StepStats(total, float(rewards.mean()), float(mixed_groups(correct).float().mean()))
 
 
 def _shard_rows(n: int, rank: int, size: int) -> slice:
@@ -181,6 +183,10 @@ def _shard_rows(n: int, rank: int, size: int) -> slice:
     return slice(rows.start, rows.stop)
 
 
+def _detached(dist: ActionDist) -> ActionDist:
+    return ActionDist(*(t.detach() for t in (dist.type, dist.click, dist.direction, dist.app, dist.text)))
+
+
 def grpo_shard_loss(
     policy: GUIPolicy,
     reference: GUIPolicy,
@@ -188,15 +194,16 @@ def grpo_shard_loss(
     settings: GRPOSettings,
     generator: torch.Generator,
     *,
-    rank: int,
-    size: int,
+    rank: int = 0,
+    size: int = 1,
     model: nn.Module | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Rank ``rank``'s part of a data-parallel GRPO step on the global batch ``items`` (module docstring).
+    """Rank ``rank``'s part of a GRPO step on the global batch ``items`` (module docstring).
 
     Steps 1-3 run on the whole batch (a forward pass without gradient and ``generator``, alike on every rank);
     step 4's loss on the shard's items ``r``: ``−J_r · size · |r| / Q``, so the ranks' losses average to the full
-    batch's ``−J`` (Eq. (3) is a mean over the ``N`` samples) and DDP's averaged gradient is its gradient.
+    batch's ``−J`` (Eq. (3) is a mean over the ``N`` samples) and DDP's averaged gradient is its gradient. With one
+    rank the shard is the whole batch, and the gradient forward also gives the sampling distribution.
 
     Args:
         model: the module the gradient forward runs through (the DDP wrapper of ``policy``; default ``policy``).
@@ -205,32 +212,51 @@ def grpo_shard_loss(
         ``(scaled shard loss with gradient, rewards (Q, G), correct (Q, G))``.
     """
     rows = _shard_rows(len(items), rank, size)
-    x = screens_to_tensor(items.before, items.after)
+    x = _inputs(policy, items)
+    net = policy if model is None else model
+    if size == 1:
+        dist = net(x)
+        whole = _detached(dist)
+    else:
+        with torch.no_grad():
+            whole = policy(x)
+        dist = net(x[rows])
     with torch.no_grad():
-        actions = policy.sample(policy(x), settings.group_size, generator=generator)  # step 1, whole batch
-        dicts = decode_actions(actions, cell=policy.cell, grid=policy.grid)
-        correct = torch.tensor([[best_action_reward(a, gts).reward == 1.0 for a in row]
-                                for row, gts in zip(dicts, items.actions, strict=True)])  # fmt: skip
-        rewards = 1.0 + correct.to(torch.float32)  # step 2
-        adv = group_relative_advantages(rewards)[rows]  # step 3 over whole groups, then the shard
+        actions = policy.sample(whole, settings.group_size, generator=generator)  # step 1, whole batch
+        rewards, correct = _score(policy, actions, items)  # step 2
+        # step 3, GRPO's advantage (DeepSeekMath Eq. (3)): Â_i = (r_i − mean_g r) / std_g r over whole groups
+        adv = group_relative_advantages(rewards)[rows]
         mine = SampledActions(actions.type[rows], actions.param[rows])
-        ref_lp = GUIPolicy.log_prob(reference(x[rows]), mine).reshape(-1)
-    logp = GUIPolicy.log_prob((policy if model is None else model)(x[rows]), mine).reshape(-1)
+        ref_lp = GUIPolicy.log_prob(reference(x[rows]), mine).reshape(-1)  # (N,)
+    logp = GUIPolicy.log_prob(dist, mine).reshape(-1)  # (N,)
+    # step 4, DeepSeekMath Eq. (3): −J = −mean[min(ρÂ, clip(ρ, 1±ε)Â) − β·D_KL] with π_old = π_θ (ρ = 1), the
+    # k3 estimator D_KL = π_ref/π_θ − log(π_ref/π_θ) − 1
     out = grpo_loss(logp, logp.detach(), adv.reshape(-1), kl=kl_k3(logp, ref_lp), beta=settings.beta,
                     clip_eps=settings.clip_eps)  # fmt: skip
     share = (rows.stop - rows.start) / len(items)
     return out.loss * (share * size), rewards, correct
 
 
-def sft_shard_loss(policy: GUIPolicy, items: TransitionSet, *, rank: int, size: int,
+def _labels(policy: GUIPolicy, items: TransitionSet) -> tuple[Tensor, Tensor]:
+    """``(types, params)``, each ``(Q,)``, of the first ground-truth action of each item (a click: its cell)."""
+    labels = [encode_label(gts[0], cell=policy.cell, grid=policy.grid) for gts in items.actions]
+    device = _device(policy)
+    return torch.tensor([t for t, _ in labels], device=device), torch.tensor([p for _, p in labels], device=device)
+
+
+def sft_shard_loss(policy: GUIPolicy, items: TransitionSet, *, rank: int = 0, size: int = 1,
                    model: nn.Module | None = None) -> Tensor:  # fmt: skip
-    """Rank ``rank``'s part of a data-parallel SFT step on the global batch ``items``: the shard's summed NLL over
-    ``Q`` times ``size``, so the ranks' losses average to :func:`sft_step`'s loss (a sum over the batch over ``Q``)."""
+    """Rank ``rank``'s part of an SFT step on the global batch ``items``: the shard's summed NLL of the type and of
+    the parameter given the type, over ``Q``, times ``size``; so the ranks' losses average to the batch's mean
+    ``NLL(type) + NLL(param | type)``.
+
+    Args:
+        model: the module the forward runs through: a :class:`HeadSelect` of ``policy`` (or its DDP wrapper), which
+            returns only the heads this shard's loss uses; default ``policy`` (every head).
+    """
     rows = _shard_rows(len(items), rank, size)
-    labels = [encode_label(gts[0], cell=policy.cell, grid=policy.grid) for gts in items.actions[rows]]
-    types = torch.tensor([t for t, _ in labels])
-    params = torch.tensor([p for _, p in labels])
-    x = screens_to_tensor(items.before[rows], items.after[rows])
+    types, params = _labels(policy, items.subset(np.arange(rows.start, rows.stop)))
+    x = screens_to_tensor(items.before[rows], items.after[rows], _device(policy))
     if model is None:
         dist = policy(x)
         outputs = (dist.type, *dist.heads())
@@ -244,8 +270,8 @@ def sft_shard_loss(policy: GUIPolicy, items: TransitionSet, *, rank: int, size: 
     return loss * (size / len(items))
 
 
-class _HeadSelect(nn.Module):
-    """The module DDP wraps: the policy, whose forward can return only the heads a loss uses.
+class HeadSelect(nn.Module):
+    """The module a data-parallel wrapper wraps: the policy, whose forward can return only the heads a loss uses.
 
     With ``keep`` (a flag for the type head and one per action type) the output is a tuple ``(type, head_0, ...)``
     with ``None`` for the heads left out, so DDP's search for unused parameters (``find_unused_parameters``) finds
@@ -263,50 +289,23 @@ class _HeadSelect(nn.Module):
         return tuple(t if k else None for t, k in zip((dist.type, *dist.heads()), keep, strict=True))
 
 
-def data_parallel(policy: GUIPolicy, *, sparse_heads: bool = True) -> nn.Module | None:
-    """The DDP wrapper of ``policy`` under torchrun (gradients averaged over the ranks), None in one process.
-
-    Args:
-        sparse_heads: for SFT (``find_unused_parameters``): a shard without, say, a scroll item leaves that head
-            without gradient (a head no rank uses keeps none, as in one process, so Adam leaves it alone). GRPO's
-            log-probabilities reach every head (:meth:`GUIPolicy.log_prob`), so it passes False.
-    """
-    if not current_world().is_distributed:
-        return None
-    return nn.parallel.DistributedDataParallel(_HeadSelect(policy), find_unused_parameters=sparse_heads)
-
-
-def sft_step(policy: GUIPolicy, optimizer: torch.optim.Optimizer, items: TransitionSet, *,
+def sft_step(policy: GUIPolicy, optimizer: torch.optim.Optimizer, items: TransitionSet, *, world: World = SINGLE,
              model: nn.Module | None = None) -> StepStats:  # fmt: skip
     """One cross-entropy step on the first ground-truth action of each item (click: the cell of its exact point).
 
     Args:
-        model: under torchrun, the DDP wrapper of ``policy`` (:func:`data_parallel`); the step then trains on this
-            rank's shard of ``items`` (:func:`sft_shard_loss`). Ignored without a process group.
+        world: the run's processes; each trains on its shard of ``items`` (:func:`sft_shard_loss`).
+        model: ``data_parallel(HeadSelect(policy), world, find_unused_parameters=True)``; default ``policy``. Under
+            torchrun it must be the DDP wrapper.
     """
-    world = current_world()
-    if world.is_distributed:
-        if model is None:
-            raise ValueError("model: sft_step under torchrun needs the DDP wrapper of policy (data_parallel)")
-        optimizer.zero_grad()
-        loss = sft_shard_loss(policy, items, rank=world.rank, size=world.size, model=model)
-        loss.backward()
-        optimizer.step()
-        (total,) = all_reduce_sum([float(loss.detach()) / world.size])
-        return StepStats(total, float("nan"), float("nan"))
-    labels = [encode_label(gts[0], cell=policy.cell, grid=policy.grid) for gts in items.actions]
-    types = torch.tensor([t for t, _ in labels])
-    params = torch.tensor([p for _, p in labels])
-    dist = policy(screens_to_tensor(items.before, items.after))
-    loss = F.nll_loss(dist.type, types)
-    for t, head in enumerate(dist.heads()):
-        sel = types == t
-        if head is not None and bool(sel.any()):
-            loss = loss + F.nll_loss(head[sel], params[sel], reduction="sum") / len(labels)
+    if world.is_distributed and model is None:
+        raise ValueError("model: sft_step under torchrun needs the DDP wrapper of the policy (data_parallel)")
     optimizer.zero_grad()
+    loss = sft_shard_loss(policy, items, rank=world.rank, size=world.size, model=model)
     loss.backward()
     optimizer.step()
-    return StepStats(float(loss.detach()), float("nan"), float("nan"))
+    (total,) = all_reduce_sum([float(loss.detach()) / world.size])
+    return StepStats(total, float("nan"), float("nan"))
 
 
 @torch.no_grad()
@@ -315,7 +314,6 @@ def evaluate(policy: GUIPolicy, items: TransitionSet, *, batch: int = 256) -> np
     out = []
     for i in range(0, len(items), batch):
         part = items.subset(np.arange(i, min(i + batch, len(items))))
-        dicts = decode_actions(policy.greedy(policy(screens_to_tensor(part.before, part.after))), cell=policy.cell,
-                               grid=policy.grid)  # fmt: skip
+        dicts = decode_actions(policy.greedy(policy(_inputs(policy, part))), cell=policy.cell, grid=policy.grid)
         out += [best_action_reward(row[0], gts).reward for row, gts in zip(dicts, part.actions, strict=True)]
     return np.asarray(out, dtype=np.float64)

@@ -16,7 +16,7 @@ from iclr26.magref.masking import (
 )
 from iclr26.magref.metrics import ClipScores, IdentityClassifier, score_clips, train_classifier
 from iclr26.magref.model import TinyVideoDiT, inject_values, subject_values
-from iclr26.magref.training import Batch, TrainSpec, World, build_batch, draw_items, generate, train
+from iclr26.magref.training import Batch, SpriteWorld, TrainSpec, build_batch, draw_items, generate, train
 
 __all__ = [
     "Batch",
@@ -26,9 +26,9 @@ __all__ = [
     "IdentityClassifier",
     "Item",
     "PromptItem",
+    "SpriteWorld",
     "TinyVideoDiT",
     "TrainSpec",
-    "World",
     "block_layout",
     "build_batch",
     "composite_canvas",

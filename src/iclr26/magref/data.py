@@ -21,6 +21,7 @@ Dimension letters: B batch, N subject slots, C colour channels, F frames, H/W pi
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -225,27 +226,30 @@ class PromptItem:
         prompt: the text prompt.
         images: the references as ``(3, h, w)`` tensors in [-1, 1] (RGBA composited on white, as the official code).
         paths: the reference files.
+        dropped: references of the line beyond the ones kept (``max_references``), in file order.
     """
 
     key: str
     prompt: str
     images: tuple[torch.Tensor, ...]
     paths: tuple[Path, ...]
+    dropped: tuple[str, ...] = ()
 
 
 def load_prompt_file(path: Path | str, *, max_references: int = 8) -> list[PromptItem]:
     """Read MAGREF's official prompt file (``generate.py --prompt_path``; e.g. ``assets/multi_id.txt``).
 
-    Each non-empty line is ``key@@prompt@@image_1@@...@@image_n``; relative image paths are taken from the file's
-    folder, then from the current folder (the official files hold repository-relative paths).
+    Each non-empty line is ``key@@prompt@@image_1@@...@@image_n``. A relative image path is looked up in the file's
+    folder, then in each folder above it (the official files hold paths relative to the repository root, the folder
+    above ``assets/``), then in the current folder. A line with more than ``max_references`` references keeps the
+    first ``max_references`` (the layout's slots, in prompt order) with a warning; the rest are in
+    :attr:`PromptItem.dropped`.
 
     Raises:
-        ValueError: naming the line for a line with fewer than two fields, no or more than ``max_references``
-            references, an empty prompt or key, a duplicate key, a missing or unreadable image, or an empty file.
+        ValueError: naming the line for a line with fewer than two fields, no references, an empty prompt or key, a
+            duplicate key, a missing or unreadable image (of the references kept), or an empty file.
         OSError: if the file cannot be read.
     """
-    from PIL import Image, UnidentifiedImageError
-
     path = Path(path)
     items: list[PromptItem] = []
     seen: set[str] = set()
@@ -264,37 +268,47 @@ def load_prompt_file(path: Path | str, *, max_references: int = 8) -> list[Promp
         if not refs:
             raise ValueError(f"{path}:{no}: no reference images (MAGREF needs at least one)")
         if len(refs) > max_references:
-            raise ValueError(f"{path}:{no}: {len(refs)} references, the layout holds at most {max_references}")
-        images, paths = [], []
-        for ref in refs:
-            p = Path(ref)
-            cands = [p] if p.is_absolute() else [path.parent / p, Path.cwd() / p]
-            found = next((c for c in cands if c.is_file()), None)
-            if found is None:
-                raise ValueError(f"{path}:{no}: reference image {ref!r} not found")
-            try:
-                with Image.open(found) as im:
-                    im.load()
-                    if im.mode == "RGBA":  # composited on white, as the official resize_and_pad
-                        white = Image.new("RGB", im.size, (255, 255, 255))
-                        white.paste(im, mask=im.split()[3])
-                        im = white
-                    arr = np.asarray(im.convert("RGB"), dtype=np.float32) / 127.5 - 1.0
-            except (UnidentifiedImageError, OSError) as err:
-                raise ValueError(f"{path}:{no}: cannot read reference image {ref!r}: {err}") from None
-            images.append(torch.from_numpy(arr).permute(2, 0, 1).contiguous())
-            paths.append(found)
-        items.append(PromptItem(key, prompt, tuple(images), tuple(paths)))
+            warnings.warn(
+                f"{path}:{no}: {len(refs)} references, the layout holds {max_references}; using the first "
+                f"{max_references}",
+                stacklevel=2,
+            )
+        kept = [_reference(path, no, ref) for ref in refs[:max_references]]
+        images = tuple(image for image, _ in kept)
+        items.append(PromptItem(key, prompt, images, tuple(f for _, f in kept), tuple(refs[max_references:])))
     if not items:
         raise ValueError(f"{path}: no prompt lines")
     return items
+
+
+def _reference(path: Path, no: int, ref: str) -> tuple[torch.Tensor, Path]:
+    """Line ``no``'s reference ``ref`` found (see :func:`load_prompt_file`) and read as ``(3, h, w)`` in [-1, 1]."""
+    from PIL import Image, UnidentifiedImageError
+
+    p = Path(ref)
+    folders = [path.parent, *path.parent.resolve().parents, Path.cwd()]
+    found = p if p.is_absolute() and p.is_file() else next((f / p for f in folders if (f / p).is_file()), None)
+    if found is None:
+        raise ValueError(f"{path}:{no}: reference image {ref!r} not found (looked in {path.parent} and above)")
+    try:
+        with Image.open(found) as im:
+            im.load()
+            if im.mode == "RGBA":  # composited on white, as the official resize_and_pad
+                white = Image.new("RGB", im.size, (255, 255, 255))
+                white.paste(im, mask=im.split()[3])
+                im = white
+            arr = np.asarray(im.convert("RGB"), dtype=np.float32) / 127.5 - 1.0
+    except (UnidentifiedImageError, OSError) as err:
+        raise ValueError(f"{path}:{no}: cannot read reference image {ref!r}: {err}") from None
+    return torch.from_numpy(arr).permute(2, 0, 1).contiguous(), found
 
 
 def prompt_tokens(prompt: str, max_subjects: int = 2) -> torch.Tensor:
     """Map a free-text prompt onto the world's vocabulary: subjects are read in order as runs of attribute words.
 
     Words outside the vocabulary are ignored; a new subject starts when an attribute role repeats. Used only to
-    condition the tiny model on user prompts (``data=``), which it was not trained on.
+    condition the tiny model on user prompts (``data=``), which it was not trained on. A prompt with none of the
+    world's words gives only padding, which the model cannot represent (:func:`representable`).
     """
     subjects: list[list[int]] = []
     cur = [0] * ROLES
@@ -310,3 +324,8 @@ def prompt_tokens(prompt: str, max_subjects: int = 2) -> torch.Tensor:
         subjects.append(cur)
     flat = list(itertools.chain.from_iterable(subjects[:max_subjects]))
     return torch.tensor(flat + [0] * (ROLES * max_subjects - len(flat)), dtype=torch.long)
+
+
+def representable(tokens: torch.Tensor) -> bool:
+    """Whether the prompt tokens hold at least one word (all padding masks out every key of the text attention)."""
+    return bool((tokens != 0).any())

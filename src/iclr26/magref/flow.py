@@ -21,6 +21,7 @@ import torch
 def interpolate(z0: torch.Tensor, eps: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """z_t = (1 - t) z_0 + t eps with ``t`` of shape ``(B,)`` broadcast over ``(B, ...)``."""
     tb = t.reshape(-1, *([1] * (z0.dim() - 1))).to(z0.dtype)
+    # rectified flow (Wan): z_t = (1 - t) z_0 + t eps
     return (1 - tb) * z0 + tb * eps
 
 
@@ -34,6 +35,7 @@ def flow_matching_loss(
     """
     if v_pred.shape != z0.shape or z0.shape != eps.shape:
         raise ValueError(f"v_pred {tuple(v_pred.shape)}, z0 {tuple(z0.shape)} and eps {tuple(eps.shape)} must match")
+    # L = || v - u ||^2 with u = dz_t/dt = eps - z_0
     err = (v_pred - (eps - z0)) ** 2
     if weight is None:
         return err.mean()
@@ -52,6 +54,7 @@ def shifted_sigmas(steps: int, shift: float) -> torch.Tensor:
     if shift <= 0:
         raise ValueError(f"shift: must be > 0, got {shift}")
     s = torch.linspace(1.0, 0.0, steps + 1)
+    # Wan sample_shift: sigma(s) = shift s / (1 + (shift - 1) s)
     return shift * s / (1 + (shift - 1) * s)
 
 
@@ -63,6 +66,7 @@ def euler_sample(
     sig = shifted_sigmas(steps, shift)
     z = noise
     for i in range(steps):
-        t = torch.full((noise.shape[0],), float(sig[i]), dtype=noise.dtype)
-        z = z + (sig[i + 1] - sig[i]).to(noise.dtype) * velocity(z, t)
+        t = torch.full((noise.shape[0],), float(sig[i]), dtype=noise.dtype, device=noise.device)
+        # Euler step of dz/dt = v from t = sigma_i to sigma_{i+1} (< sigma_i)
+        z = z + (sig[i + 1] - sig[i]).to(noise.dtype) * velocity(z, t).to(noise.dtype)
     return z

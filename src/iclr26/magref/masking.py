@@ -214,6 +214,7 @@ def masked_guidance(mask_s: torch.Tensor, cond_latent: torch.Tensor) -> torch.Te
     """
     if mask_s.shape[1:] != cond_latent.shape[1:]:
         raise ValueError(f"mask {tuple(mask_s.shape)} and latent {tuple(cond_latent.shape)} differ in (T, h, w)")
+    # masked guidance: y = concat(mask_s, VAE(canvas, 0, ..., 0)), the Wan-I2V condition (s + K channels)
     return torch.cat([mask_s, cond_latent], dim=0)
 
 
@@ -228,6 +229,7 @@ def dit_input(noisy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     dim = 1 if noisy.dim() == 5 else 0
     if noisy.shape[:dim] + noisy.shape[dim + 1 :] != y.shape[:dim] + y.shape[dim + 1 :]:
         raise ValueError(f"noisy latent {tuple(noisy.shape)} and condition {tuple(y.shape)} differ outside channels")
+    # pixel-level channel concatenation: the DiT input concat(z_t, y) (Wan: 16 + 4 + 16 = 36 channels)
     return torch.cat([noisy, y], dim=dim)
 
 

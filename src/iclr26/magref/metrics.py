@@ -5,6 +5,8 @@ penultimate feature map e(window), and each identity k has a prototype e_k (the 
 on random backgrounds). With cos_k(window) = cos(e(window), e_k):
 
 - **ID similarity**: for subject i of identity k, the mean over generated frames of max over windows of cos_k.
+- **ID similarity at the prompted place**: the mean over generated frames of cos_k at the window where the prompt
+  puts subject i (a generator that pastes the reference canvas shows the identity, but not there).
 - **Subject swap** (two-subject clips): at the prompted positions p_A, p_B of every frame,
   swapped  <=>  sum_f [cos_B(p_A) + cos_A(p_B)] > sum_f [cos_A(p_A) + cos_B(p_B)].
 - **Copy-paste score**: the share of frames in which subject i's most similar window is within one pixel of where
@@ -125,12 +127,14 @@ class ClipScores:
         swapped: per two-subject item, 1.0 if swapped else 0.0 (None for one-subject items).
         copy_paste: per item, the mean over subjects of the copy-paste share.
         placed: per item, the share of (subject, frame) whose prompted window is classified as that subject.
+        id_at_place: per item, the mean over subjects and frames of cos_k at the subject's prompted window.
     """
 
     id_sim: list[float]
     swapped: list[float | None]
     copy_paste: list[float]
     placed: list[float]
+    id_at_place: list[float]
 
 
 @torch.no_grad()
@@ -154,13 +158,14 @@ def score_clips(
     cos = torch.einsum("ndyx,kd->nkyx", e, protos)  # (BF', K, P, P)
     cos = cos.reshape(b, f, *cos.shape[1:])
     pw = cos.shape[-1]
-    id_sim, swapped, cps, placed = [], [], [], []
+    id_sim, swapped, cps, placed, at_place = [], [], [], [], []
     fr = torch.arange(f)
     for i, ids in enumerate(identities):
-        sims, cp, pl = [], [], []
+        sims, cp, pl, ap = [], [], [], []
         for j, k in enumerate(ids):
             ck = cos[i, :, k]  # (F', P, P)
             sims.append(float(ck.flatten(1).amax(1).mean()))
+            ap.append(float(ck[fr, positions[i, j, :, 0].long(), positions[i, j, :, 1].long()].mean()))
             arg = ck.flatten(1).argmax(1)
             ay, ax = arg // pw, arg % pw
             ry, rx = ref_pos[i, j]
@@ -170,6 +175,7 @@ def score_clips(
         id_sim.append(sum(sims) / len(sims))
         cps.append(sum(cp) / len(cp))
         placed.append(sum(pl) / len(pl))
+        at_place.append(sum(ap) / len(ap))
         if len(ids) == 2:
             a, bb = ids
             pa, pb = positions[i, 0].long(), positions[i, 1].long()
@@ -180,4 +186,4 @@ def score_clips(
             swapped.append(1.0 if swap > correct else 0.0)
         else:
             swapped.append(None)
-    return ClipScores(id_sim, swapped, cps, placed)
+    return ClipScores(id_sim, swapped, cps, placed, at_place)

@@ -43,6 +43,7 @@ def subject_values(values: torch.Tensor, subject_tokens: torch.Tensor) -> torch.
         raise ValueError(f"values {tuple(values.shape)} and subject_tokens {tuple(subject_tokens.shape)} disagree")
     w = subject_tokens.to(values.dtype)
     count = w.sum(dim=2, keepdim=True).clamp_min(1.0)
+    # v_i = mean_{j in S_i} W_v c_j (the layer's cross-attention values of subject i's words)
     return torch.einsum("bnj,bjd->bnd", w, values) / count
 
 
@@ -67,6 +68,7 @@ def inject_values(hidden: torch.Tensor, regions: torch.Tensor, values: torch.Ten
         raise ValueError(
             f"values {tuple(values.shape)}: expected {(hidden.shape[0], regions.shape[1], hidden.shape[2])}"
         )
+    # subject disentanglement: h' = h + alpha * sum_i M_i (.) v_i
     return hidden + alpha * torch.einsum("bnl,bnd->bld", regions.to(hidden.dtype), values)
 
 

@@ -14,9 +14,10 @@ Layouts (what ``y`` and the target latent are, per item):
 One training step (flow matching, :mod:`.flow`): draw items from the pipeline, build the layout, z_t = (1-t) z_0 +
 t eps with t ~ U(0, 1), minimise || v(concat(z_t, y), t, prompt) - (eps - z_0) ||^2 with AdamW.
 
-Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) :func:`train` is data parallel:
-every rank draws the same global batch (items, t, eps, placebo permutation) from the shared generator, runs the model
-through DistributedDataParallel on its contiguous shard of the items, and DDP averages the gradients.
+In a world of several processes (``ctx.world`` under ``torchrun``, :mod:`iclr26.common.distributed`) :func:`train` is
+data parallel: every rank draws the same global batch (items, t, eps, placebo permutation) from the shared generator,
+runs the model (wrapped by :func:`~iclr26.common.distributed.data_parallel`) on its contiguous shard of the items, and
+the wrapper averages the gradients. In one process the shard is the whole batch and the step is the plain one.
 
 Dimension letters: B batch, K latent channels, s temporal stride, T latent frames, h/w latent cells, N subject slots,
 J prompt tokens, F pixel frames, H/W pixels.
@@ -30,7 +31,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
+from iclr26.common.distributed import SINGLE, World, all_reduce_sum, data_parallel, shard_range
 from iclr26.magref.data import IDENTITY_ROLES, ROLES, Item, make_item
 from iclr26.magref.flow import euler_sample, flow_matching_loss, interpolate
 from iclr26.magref.latent import CausalPatchify
@@ -49,7 +50,7 @@ MAX_SUBJECTS = 2
 
 
 @dataclass(frozen=True)
-class World:
+class SpriteWorld:
     """The synthetic world's sizes and the training mixture.
 
     Attributes:
@@ -100,7 +101,9 @@ def subject_token_mask(tokens: torch.Tensor, n_slots: int = MAX_SUBJECTS) -> tor
     return m
 
 
-def build_batch(items: list[Item], layout: Layout, codec: CausalPatchify, world: World, gen: torch.Generator) -> Batch:
+def build_batch(
+    items: list[Item], layout: Layout, codec: CausalPatchify, world: SpriteWorld, gen: torch.Generator
+) -> Batch:
     """The layout of the module docstring for each item, stacked.
 
     Raises:
@@ -179,7 +182,7 @@ def build_batch(items: list[Item], layout: Layout, codec: CausalPatchify, world:
 
 
 def draw_items(
-    n: int, world: World, gen: torch.Generator, *, multi: bool | None = None, confusable: bool | None = None
+    n: int, world: SpriteWorld, gen: torch.Generator, *, multi: bool | None = None, confusable: bool | None = None
 ) -> list[Item]:
     """``n`` items from the pipeline; ``multi``/``confusable`` None draws them from the world's mixture."""
     out = []
@@ -239,31 +242,70 @@ class TrainSpec:
 
 
 def train(
-    model: TinyVideoDiT, spec: TrainSpec, codec: CausalPatchify, world: World, gen: torch.Generator, progress=None
-) -> list[float]:  # noqa: ANN001
-    """Train ``model`` in place (module docstring's step); returns the per-step losses."""
-    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
-    losses = []
-    it = range(spec.steps) if progress is None else progress(range(spec.steps))
-    ranks = current_world()
-    if ranks.is_distributed:
-        _train_data_parallel(model, opt, spec, codec, world, gen, it, losses)
-        return losses
-    for _ in it:
-        batch = build_batch(draw_items(spec.batch_size, world, gen), spec.layout, codec, world, gen)
-        t = torch.rand(spec.batch_size, generator=gen)
-        eps = torch.randn(batch.z0.shape, generator=gen)
-        zt = interpolate(batch.z0, eps, t)
+    model: TinyVideoDiT,
+    spec: TrainSpec,
+    codec: CausalPatchify,
+    sprites: SpriteWorld,
+    gen: torch.Generator,
+    *,
+    world: World = SINGLE,
+    device: torch.device | None = None,
+) -> list[float]:
+    """Train ``model`` in place (module docstring's step); returns the per-step losses of the global batch.
+
+    Every rank draws the same global batch of ``spec.batch_size`` items (and t, eps, placebo permutation) from
+    ``gen``; rank r runs the model on its contiguous shard (:func:`~iclr26.common.distributed.shard_range`) and
+    backpropagates its shard's mean loss times ``world.size x`` its share of the batch, so the wrapper's gradient
+    average is the global batch's gradient and every rank takes the same AdamW step. The recorded loss is the shards'
+    weighted losses summed over the ranks. In one process the shard is the batch, the weight 1.
+
+    Args:
+        model: the generator, already on ``device``.
+        spec: how the arm trains.
+        codec: the latent codec.
+        sprites: the synthetic world.
+        gen: the CPU generator of the data, t, eps and the placebo permutation (shared by the ranks).
+        world: the run's processes (``ctx.world``).
+        device: where the batch goes (``ctx.device``); default the model's.
+
+    Raises:
+        ValueError: if the batch has fewer items than there are ranks.
+    """
+    b = spec.batch_size
+    if b < world.size:
+        raise ValueError(f"batch_size={b} is smaller than the {world.size} ranks; every rank needs a shard")
+    device = device if device is not None else next(model.parameters()).device
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0, **fused_on(device))
+    shard = shard_range(b, world.rank, world.size)
+    rows, share = slice(shard.start, shard.stop), len(shard) / b
+    # with alpha = 0 the disentanglement path takes no part, alike on every rank
+    net = data_parallel(model, world, device=device, find_unused_parameters=True)
+    losses: list[float] = []
+    for _ in range(spec.steps):
+        batch = to_device(build_batch(draw_items(b, sprites, gen), spec.layout, codec, sprites, gen), device)
+        t = torch.rand(b, generator=gen).to(device)
+        eps = torch.randn(batch.z0.shape, generator=gen).to(device)
+        zt = interpolate(batch.z0, eps, t)  # z_t = (1 - t) z_0 + t eps
         reg = permute_regions(batch.regions, gen) if spec.placebo else batch.regions
-        v = model(
-            dit_input(zt, batch.y), t, batch.tokens, regions=reg, subject_tokens=batch.subject_tokens, alpha=spec.alpha
-        )
-        loss = flow_matching_loss(v, batch.z0, eps)
+        loss = shard_loss(net, batch, zt, t, eps, reg, spec.alpha, rows)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss * (share * world.size)).backward()
         opt.step()
-        losses.append(float(loss.detach()))
-    return losses
+        losses.append(loss.detach() * share)
+    values = [float(x) for x in losses]  # one host sync per run, not per step
+    return all_reduce_sum(values) if world.is_distributed else values  # summed over ranks: the global batch's loss
+
+
+def fused_on(device: torch.device) -> dict[str, bool]:
+    """AdamW's fused CUDA kernel where the device is CUDA; the plain (bit-identical) CPU path elsewhere."""
+    return {"fused": True} if device.type == "cuda" else {}
+
+
+def to_device(batch: Batch, device: torch.device) -> Batch:
+    """``batch`` with its tensors on ``device`` (the same object on the CPU)."""
+    if device.type == "cpu":
+        return batch
+    return Batch(*(getattr(batch, f).to(device) for f in Batch.__dataclass_fields__ if f != "out_from"), batch.out_from)
 
 
 def shard_loss(
@@ -273,48 +315,15 @@ def shard_loss(
     """The flow-matching loss of the items ``rows`` of a global batch (a data-parallel rank's shard).
 
     The loss is a mean over equally sized items, so ``shard_loss(rows) * len(rows) / B`` summed over a partition of
-    the batch's rows is the whole batch's loss (tested in ``tests/magref/test_magref_distributed.py``).
+    the batch's rows is the whole batch's loss.
     """
-    v = model(
-        dit_input(zt[rows], batch.y[rows]), t[rows], batch.tokens[rows], regions=reg[rows],
-        subject_tokens=batch.subject_tokens[rows], alpha=alpha,
-    )  # fmt: skip
-    return flow_matching_loss(v, batch.z0[rows], eps[rows])
-
-
-def _train_data_parallel(model, opt, spec, codec, world, gen, steps, losses) -> None:  # noqa: ANN001
-    """:func:`train` under torchrun: the global batch of ``spec.batch_size`` items drawn alike on every rank.
-
-    Rank r runs the model through DistributedDataParallel on its contiguous shard of the items
-    (:func:`~iclr26.common.distributed.shard_range`) and backpropagates its shard's mean loss times ``world_size ×``
-    its share of the batch, so DDP's gradient average is the global batch's gradient and every rank takes the same
-    AdamW step; the recorded loss is the shards' weighted losses summed over the ranks (the global batch's loss).
-    ``find_unused_parameters``: with α = 0 the disentanglement path takes no part, alike on every rank.
-
-    Raises:
-        ValueError: if the batch has fewer items than there are ranks.
-    """
-    ranks = current_world()
-    b = spec.batch_size
-    if b < ranks.size:
-        raise ValueError(f"batch_size={b} is smaller than the {ranks.size} ranks; every rank needs a shard")
-    shard = shard_range(b, ranks.rank, ranks.size)
-    rows, share = slice(shard.start, shard.stop), len(shard) / b
-    device = next(model.parameters()).device
-    ids = [device.index] if device.type == "cuda" else None
-    net = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids, find_unused_parameters=True)
-    for _ in steps:
-        batch = build_batch(draw_items(b, world, gen), spec.layout, codec, world, gen)
-        t = torch.rand(b, generator=gen)
-        eps = torch.randn(batch.z0.shape, generator=gen)
-        zt = interpolate(batch.z0, eps, t)
-        reg = permute_regions(batch.regions, gen) if spec.placebo else batch.regions
-        loss = shard_loss(net, batch, zt, t, eps, reg, spec.alpha, rows)
-        opt.zero_grad(set_to_none=True)
-        (loss * (share * ranks.size)).backward()
-        opt.step()
-        (value,) = all_reduce_sum([float(loss.detach()) * share])
-        losses.append(value)
+    with autocast(zt.device):
+        v = model(
+            dit_input(zt[rows], batch.y[rows]), t[rows], batch.tokens[rows], regions=reg[rows],
+            subject_tokens=batch.subject_tokens[rows], alpha=alpha,
+        )  # fmt: skip
+    # L = || v(concat(z_t, y), t, prompt) - (eps - z_0) ||^2 (rectified flow, in float32)
+    return flow_matching_loss(v.float(), batch.z0[rows], eps[rows])
 
 
 def generate(
@@ -329,13 +338,30 @@ def generate(
     regions: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Sample the clips of ``batch``: ``(B, C, F-1, H, W)`` pixel frames 1..F-1 (the condition frames dropped)."""
+    device = next(model.parameters()).device
+    batch = to_device(batch, device)
+    regions = regions.to(device) if regions is not None else None
     model.eval()
-    noise = torch.randn(batch.z0.shape, generator=gen)
-    z = euler_sample(velocity_fn(model, batch, alpha, regions), noise, steps=steps, shift=shift)
+    noise = torch.randn(batch.z0.shape, generator=gen).to(device)
+    with autocast(device):
+        z = euler_sample(velocity_fn(model, batch, alpha, regions), noise, steps=steps, shift=shift)
     model.train()
-    out = z[:, :, batch.out_from :]
+    out = z[:, :, batch.out_from :].float()
     lead = torch.zeros_like(out[:, :, :1])  # a dummy first latent frame, dropped after decoding
-    return codec.decode(torch.cat([lead, out], dim=2))[:, :, 1:]
+    return codec.decode(torch.cat([lead, out], dim=2))[:, :, 1:].cpu()
+
+
+def autocast(device: torch.device) -> torch.autocast:
+    """bf16 autocast on CUDA (the field's mixed precision); off elsewhere, so CPU results stay bit-identical."""
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
+def copy_paste_clips(batch: Batch, codec: CausalPatchify, n_frames: int) -> torch.Tensor:
+    """The laziest generator: the condition frame (the reference canvas) pasted into every generated frame,
+    ``(B, C, F-1, H, W)``. Every criterion on identity must fail it: it shows each reference, but not where the prompt
+    puts it, and it does not move."""
+    canvas = codec.decode(batch.y[:, codec.s :, :1])[:, :, :1]  # (B, C, 1, H, W): the first latent frame's image
+    return canvas.expand(-1, -1, n_frames - 1, -1, -1).clone()
 
 
 def ground_truth(batch_items: list[Item]) -> torch.Tensor:

@@ -88,6 +88,12 @@ def _read_image(path: Path) -> np.ndarray:
         return np.asarray(im.convert("L"), dtype=np.float64) / 255.0
 
 
+def resize(image: np.ndarray, side: int) -> np.ndarray:
+    """A square grey image ``(S, S)`` resized to ``(side, side)`` as :func:`load_digits_set` resizes (bilinear)."""
+    x = torch.from_numpy(image.astype(np.float32))[None, None]
+    return F.interpolate(x, size=(side, side), mode="bilinear", align_corners=False)[0, 0].numpy().astype(np.float64)
+
+
 def load_user_images(path: Path, *, side: int | None = None) -> ImageSet:
     """A user's labelled images (see the module docstring for the formats).
 
@@ -96,8 +102,8 @@ def load_user_images(path: Path, *, side: int | None = None) -> ImageSet:
         side: resize to this side (None: keep).
 
     Raises:
-        ValueError: for a missing path, an empty folder, unreadable files, mixed or non-square shapes, NaN pixels,
-            fewer than two classes; the message says what to fix.
+        ValueError: for a missing path, an empty folder or file, unreadable files, non-square images (or images of
+            several sizes without ``side``), NaN pixels, fewer than two classes; the message says what to fix.
     """
     path = Path(path)
     if not path.exists():
@@ -108,8 +114,8 @@ def load_user_images(path: Path, *, side: int | None = None) -> ImageSet:
         try:
             with np.load(path, allow_pickle=False) as z:
                 images, labels = np.asarray(z["images"], dtype=np.float64), np.asarray(z["labels"])
-        except (OSError, ValueError, KeyError) as err:
-            raise ValueError(f"{path}: cannot read arrays 'images' and 'labels' ({err})") from None
+        except (OSError, ValueError, KeyError, EOFError) as err:  # EOFError: an empty or truncated file
+            raise ValueError(f"{path}: cannot read arrays 'images' and 'labels' ({err or 'empty file'})") from None
         if not np.issubdtype(labels.dtype, np.integer):
             raise ValueError(f"{path}: labels must be integers, got dtype {labels.dtype}")
         check_images(images, labels, name=str(path))
@@ -128,7 +134,13 @@ def load_user_images(path: Path, *, side: int | None = None) -> ImageSet:
                 raise ValueError(f"cannot read image {f}: {err}") from None
         shapes = {a.shape for a in arrays}
         if len(shapes) != 1:
-            raise ValueError(f"{path}: images differ in shape {sorted(shapes)}; give images of one size")
+            odd = sorted(s for s in shapes if len(s) != 2 or s[0] != s[1])
+            if side is None or odd:
+                raise ValueError(
+                    f"{path}: images differ in shape {sorted(shapes)}; give square images (any sizes are resized "
+                    f"to image_side) or images of one size"
+                )
+            arrays = [resize(a, side) for a in arrays]  # each to the side the run resizes to anyway
         images = np.stack(arrays)
         labels = np.array([k for k, _ in files])
         check_images(images, labels, name=str(path))

@@ -133,6 +133,7 @@ class AdaLNMLP(nn.Module):
 def logit_normal_t(n: int, *, generator: torch.Generator | None = None, device=None, dtype=torch.float32) -> Tensor:
     """``t = sigmoid(u)``, ``u ~ N(0, 1)``: the logit-normal time distribution of the FM loss, shape ``(n,)``."""
     u = torch.randn(n, generator=generator, device=device, dtype=dtype)
+    # logit-normal time (official FlowMatchingHead): t = sigmoid(u), u ~ N(0, 1)
     return torch.sigmoid(u)
 
 
@@ -206,6 +207,7 @@ def flow_matching_loss(
             raise ValueError(f"noise must be (t {(x.shape[0],)}, eps {tuple(x.shape)}), got {tuple(t.shape)}, "
                              f"{tuple(eps.shape)}")  # fmt: skip
     pair = interpolate(x, eps, t)
+    # L_im = E_{t, eps} || f(x_t, t, c) - (x - eps) ||^2, averaged over d per row
     per_row = ((velocity(pair.x_t, t, c).float() - pair.v.float()) ** 2).mean(dim=-1)  # (B * batch_mul,)
     if mask is None:
         return per_row.mean()

@@ -50,7 +50,7 @@ def train_classifier(
     opt = torch.optim.Adam(clf.parameters(), lr=2e-3, weight_decay=1e-4)
     for _ in range(steps):
         idx = torch.randint(0, images.shape[0], (min(128, images.shape[0]),), generator=generator)
-        x = images[idx] + 0.05 * torch.randn(images[idx].shape, generator=generator)
+        x = images[idx] + 0.05 * torch.randn(images[idx].shape, generator=generator).to(images.device)
         loss = F.cross_entropy(clf(x), labels[idx])
         opt.zero_grad()
         loss.backward()

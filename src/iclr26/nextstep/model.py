@@ -149,4 +149,5 @@ def nextstep_loss(
     c = out.image_cond[:, :N].reshape(B * N, -1)  # (B N, D)
     flat_targets = targets.reshape(B * N, -1) if targets.dim() == 3 else targets.reshape(B * N)
     im = head.loss(flat_targets, c, generator=generator) if noise is None else head.loss(flat_targets, c, noise=noise)
+    # L = lm_weight CE_text + im_weight L_im (official lm_loss_weight 0.01, im_loss_weight 1.0)
     return LossParts(total=lm_weight * ce + im_weight * im, text=ce.detach(), image=im.detach())

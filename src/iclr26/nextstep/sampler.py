@@ -45,6 +45,7 @@ def timestep_grid(steps: int, *, last_step: float = 0.04, shift: float = 1.0) ->
     if shift <= 0:
         raise ValueError(f"shift must be > 0, got {shift}")
     t = torch.linspace(0.0, 1.0 - last_step, steps, dtype=torch.float64)
+    # official time shift: t / (s - (s - 1) t)
     return (t / (shift - (shift - 1.0) * t)).float()
 
 
@@ -54,11 +55,13 @@ def velocity_to_score(v: Tensor, x: Tensor, t: Tensor | float) -> Tensor:
     With ``alpha_t = t``, ``sigma_t = 1 - t``: ``score = (alpha/alpha' v - x) / (sigma^2 - alpha/alpha' sigma' sigma)``
     and the denominator is ``(1-t)^2 + t(1-t) = 1 - t``.
     """
+    # score of the linear path: s = (t v - x) / (1 - t)
     return (t * v - x) / (1.0 - t)
 
 
 def cfg_combine(cond: Tensor, uncond: Tensor, scale: float) -> Tensor:
     """Classifier-free guidance ``uncond + scale * (cond - uncond)``."""
+    # classifier-free guidance: v_u + w (v_c - v_u)
     return uncond + scale * (cond - uncond)
 
 
