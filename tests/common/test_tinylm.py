@@ -1,4 +1,4 @@
-"""The tiny transformer LM: causality, RoPE, the feed-forward contract, parameter and FLOP counts."""
+"""The tiny transformer LM: causality, RoPE, the feed-forward contract, parameter and FLOP counts, cached decoding."""
 
 import math
 
@@ -203,3 +203,91 @@ def test_rope_attention_under_autocast_takes_the_real_form():
     assert torch.equal(y, y_real)
     y.float().sum().backward()
     assert y.dtype == torch.bfloat16 and torch.isfinite(x.grad).all()
+
+
+# ------------------------------------------------------------------------------------------------ generate
+GEN = TinyLMConfig(vocab_size=23, context_len=40, d_model=16, n_layers=2, n_heads=2, d_ff=32)
+EOS, PAD = 22, 0
+
+
+def _varied_model(seed: int = 0) -> TinyLM:
+    torch.manual_seed(seed)
+    model = TinyLM(GEN).eval()
+    with torch.no_grad():  # larger weights than the init, so continuations vary from step to step
+        for p in model.parameters():
+            p.mul_(8.0)
+    return model
+
+
+def _reference(model, prompt, max_new, *, temperature=0.0, generator=None):
+    """Decoding by the full forward pass over the growing, unpadded sequence (no cache)."""
+    x, out = torch.tensor([prompt]), []
+    for _ in range(max_new):
+        last = model(x).logits[0, -1]
+        if temperature > 0:
+            t = int(torch.multinomial(torch.softmax(last / temperature, -1)[None], 1, generator=generator))
+        else:
+            t = int(last.argmax())
+        out.append(t)
+        if t == EOS:
+            break
+        x = torch.cat([x, torch.tensor([[t]])], dim=1)
+    return out
+
+
+def test_generate_greedy_equals_the_full_forward_pass_with_left_padding():
+    model = _varied_model()
+    prompts = [[3, 4, 5, 6, 7, 8], [9, 10], [11, 12, 13], [14]]  # left-padded to 6 in one batch
+    with torch.no_grad():
+        want = [_reference(model, p, 12) for p in prompts]
+    got = model.generate(prompts, max_new_tokens=12, eos_id=EOS, pad_id=PAD)
+    assert got.rows() == want
+    assert got.lengths.tolist() == [len(r) for r in want]
+    assert got.finished.tolist() == [r[-1] == EOS for r in want]
+    assert len({tuple(r) for r in want}) > 1 and any(len(set(r)) > 1 for r in want)  # the test can tell rows apart
+    # after a row's end the tokens are padding
+    for i, n in enumerate(got.lengths.tolist()):
+        assert (got.tokens[i, n:] == PAD).all()
+
+
+def test_generate_rows_do_not_depend_on_their_batch():
+    model = _varied_model(2)
+    prompts = [[3, 4, 5], [6], [7, 8, 9, 10, 11, 12, 13]]
+    batch = model.generate(prompts, max_new_tokens=10, eos_id=EOS, pad_id=PAD).rows()
+    alone = [model.generate([p], max_new_tokens=10, eos_id=EOS, pad_id=PAD).rows()[0] for p in prompts]
+    assert batch == alone
+
+
+def test_generate_sampling_is_reproducible_under_a_generator_and_equals_the_reference_sampler():
+    model = _varied_model(3)
+    prompt = [4, 5, 6]
+
+    def sample(seed, temperature=1.0):
+        g = torch.Generator().manual_seed(seed)
+        return model.generate([prompt], max_new_tokens=15, eos_id=EOS, temperature=temperature, generator=g).rows()[0]
+
+    assert sample(0) == sample(0)
+    assert len({tuple(sample(s)) for s in range(6)}) > 1  # sampling does vary with the seed
+    with torch.no_grad():
+        want = _reference(model, prompt, 15, temperature=0.7, generator=torch.Generator().manual_seed(11))
+    assert sample(11, 0.7) == want  # one draw per step from softmax(logits / T), as the reference sampler
+    before = model.training
+    model.train()
+    sample(0)
+    assert model.training  # the model's mode is restored
+    model.train(before)
+
+
+def test_generate_stops_at_eos_and_checks_its_inputs():
+    model = _varied_model(4)
+    first = model.generate([[3, 4]], max_new_tokens=1, eos_id=EOS).rows()[0][0]
+    out = model.generate([[3, 4], [3, 4]], max_new_tokens=8, eos_id=first, pad_id=PAD)
+    assert out.rows() == [[first], [first]] and out.finished.all() and out.tokens.shape == (2, 1)
+    empty = model.generate([[3]], max_new_tokens=0, eos_id=EOS)
+    assert empty.rows() == [[]] and not empty.finished.any()
+    with pytest.raises(ValueError, match="exceeds context_len=40"):
+        model.generate([[3] * 30], max_new_tokens=11, eos_id=EOS)
+    with pytest.raises(ValueError, match="at least one token"):
+        model.generate([[3], []], max_new_tokens=2, eos_id=EOS)
+    with pytest.raises(ValueError, match="positional='rope'"):
+        TinyLM(TinyLMConfig(**{**GEN.__dict__, "positional": "learned"})).generate([[3]], max_new_tokens=1, eos_id=EOS)

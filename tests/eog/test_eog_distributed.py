@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from iclr26.common.config import ConfigError
-from iclr26.eog.experiment import EogConfig
+from iclr26.common.distributed import SINGLE
+from iclr26.eog.config import EogConfig
 from iclr26.eog.policy import TinyPolicy, WordVocab
 from iclr26.eog.rewards import F1_ONLY
 from iclr26.eog.training import grpo_stage
@@ -83,18 +84,28 @@ def trained_stage() -> tuple:
     """3 GRPO steps of Q=4 prompts x G=4 with per-prompt seeds on this process's share of the prompts (rewards from
     :func:`length_reward`, so that groups have spread and the steps move the weights); returns (curves, weights)."""
     import iclr26.eog.training as training
+    from iclr26.common.distributed import current_world
 
+    world = current_world()
     p = policy(3)
     p.lr_rl = 3e-2  # large, so that the GRPO steps move the weights visibly
-    p.distribute("ddp")
+    p.distribute(world, "ddp")
     pool = [example(f"q{i}") for i in range(4)]
-    score, training._score = training._score, length_reward
+    score, training.score_samples = training.score_samples, length_reward
     try:
         curves = grpo_stage(
-            p, pool, steps=3, prompts_per_step=4, group_size=4, weights=F1_ONLY, seed=11, per_prompt_seeds=True
+            p,
+            pool,
+            steps=3,
+            prompts_per_step=4,
+            group_size=4,
+            weights=F1_ONLY,
+            seed=11,
+            per_prompt_seeds=True,
+            world=world,
         )
     finally:
-        training._score = score
+        training.score_samples = score
     return curves, {k: v.clone() for k, v in p.model.state_dict().items()}
 
 
@@ -160,7 +171,7 @@ def test_config_switches_name_their_field():
         dataclasses.replace(EogConfig.preset("smoke"), rollout_seeds="rank")
     assert EogConfig.preset("smoke").rollout_seeds == "auto"  # per-prompt seeds under torchrun only
     with pytest.raises(ValueError, match="the tiny LM runs data parallel with mode='ddp'"):
-        policy().distribute("fsdp")
+        policy().distribute(SINGLE, "fsdp")
 
 
 # The SmolLM2 policy's GRPO stage with FSDP2 (or DDP) on two ranks vs one process (stand-in reward with spread).
@@ -180,11 +191,11 @@ world = D.world_from_env()
 if world.is_distributed:
     D.init_process_group(world, timeout=120)
 lm = pretrained.add_lora(pretrained.load_pretrained(dtype="float32", threads=1), r=2, seed=0)
-policy = PretrainedPolicy(lm, max_new_tokens=6, lr_rl=1e-2).distribute(mode)
-training._score = length_reward
+policy = PretrainedPolicy(lm, max_new_tokens=6, lr_rl=1e-2).distribute(world, mode)
+training.score_samples = length_reward
 curves = training.grpo_stage(
     policy, [example(f"q{i}") for i in range(2)], steps=2, prompts_per_step=2, group_size=2, weights=F1_ONLY,
-    seed=3, per_prompt_seeds=True,
+    seed=3, per_prompt_seeds=True, world=world,
 )
 state = policy.state()
 if world.is_main:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from iclr26.common.config import ConfigError
-from iclr26.hicra.experiment import HicraConfig
+from iclr26.hicra.config import HicraConfig
 from iclr26.hicra.training import prompt_seed
 from tests.conftest import TORCHRUN, dist_env
 
@@ -64,15 +64,16 @@ def test_smoke_on_two_ranks_equals_one_process_with_per_prompt_seeds(tmp_path):
         assert got[key] == pytest.approx(value, abs=TOLERANCE), key
 
 
-# The SmolLM2 backend's arm loop (hicra.pretrained_run._arm_per_prompt) on one and on two ranks. The untrained model
-# never solves the task, so the reward is a stand-in with spread (the completion's length in characters, even = 1).
+# The SmolLM2 backend's arm loop (hicra.pretrained_run.train_arm, per-prompt seeds) on one and on two ranks. The
+# untrained model never solves the task, so the reward is a stand-in with spread (the completion's length in
+# characters, even = 1).
 SCRIPT = r"""
 import sys, dataclasses
 import torch
 from iclr26.common import distributed as D
 from iclr26.common import pretrained
 from iclr26.hicra import Problem, mine_strategic_grams, pretrained_run
-from iclr26.hicra.experiment import HicraConfig
+from iclr26.hicra.config import HicraConfig
 from iclr26.hicra.task import AnswerCheck
 
 mode, out = sys.argv[1:3]
@@ -82,14 +83,14 @@ if world.is_distributed:
 pretrained_run.check_answer = lambda p, t, finished=True: AnswerCheck(float(len(t) % 2 == 0), "stand-in")
 config = dataclasses.replace(
     HicraConfig.preset("smoke"), backend="smollm2", parallel=mode, rl_steps=2, eval_every=2, prompts_per_step=2,
-    group_size=2, max_new_tokens=6, rl_lr=1e-2, lora_r=2,
+    group_size=2, max_new_tokens=6, pretrained_rl_lr=1e-2, lora_r=2,
 )
 lm = pretrained.add_lora(pretrained.load_pretrained(dtype="float32", threads=1), r=2, seed=0)
 pretrained.distribute(lm, mode=mode)
 grams = mine_strategic_grams(["so the answer is 1 + 2", "so the answer is 3 * 4"], min_doc_frac=0.5)
 sft = pretrained_run.PretrainedSFT({}, [], 0.0, 0.0, 0.0, grams, grams, {})
 train = [Problem(3, 1, 4), Problem(2, 2, 4), Problem(5, 1, 6)]
-curves = pretrained_run._arm_per_prompt(config, lm, "entropy", 0, sft, train, train[:2])
+curves = pretrained_run.train_arm(config, lm, "entropy", 0, sft, train, train[:2], world=world, per_prompt=True)
 if world.is_main:
     torch.save({"curves": curves, "parallel": lm.parallel}, out)
 D.destroy_process_group(synchronise=True)

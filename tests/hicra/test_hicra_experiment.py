@@ -1,4 +1,4 @@
-"""The reproduction: the paired test against hand values, config errors, the smoke run through the CLI."""
+"""The reproduction: config checks, the paired test against hand values, the two-phase rules, the smoke run."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pytest
 
 from iclr26.common.config import ConfigError
-from iclr26.hicra.experiment import HicraConfig, paired_test, two_phase
-from iclr26.hicra.training import RLCurves
+from iclr26.hicra.config import HicraConfig
+from iclr26.hicra.verdict import paired_test, two_phase
 
 
 def test_paired_t_test_by_hand():
@@ -21,15 +21,14 @@ def test_paired_t_test_by_hand():
     assert not paired_test([0.9, 0.5, 0.5], [0.5, 0.5, 0.6], confidence=0.95, min_gain=0.0).exceeds
     # one seed: no interval, never "exceeds"
     one = paired_test([0.9], [0.1], confidence=0.95, min_gain=0.0)
-    assert one.lower == -math.inf and not one.exceeds
+    assert one.lower == -math.inf and not one.exceeds and one.summary()["lower_bound"] is None
 
 
 def test_two_phase_rules():
-    curve = RLCurves(arm="hicra", exec_entropy=[1.0] * 5 + [0.5] * 15, semantic_entropy=[0.2] * 10 + [0.6] * 10)
-    phases = two_phase([curve], drop=0.1)
+    phases = two_phase([[1.0] * 5 + [0.5] * 15], [[0.2] * 10 + [0.6] * 10], drop=0.1)
     assert phases["phase1_observed"] is False  # the first quarter (5 steps) is flat at 1.0
-    curve = RLCurves(arm="hicra", exec_entropy=[1.0] * 3 + [0.5] * 17, semantic_entropy=[0.6] * 10 + [0.2] * 10)
-    phases = two_phase([curve], drop=0.1)
+    assert phases["phase2_observed"] is True
+    phases = two_phase([[1.0] * 3 + [0.5] * 17], [[0.6] * 10 + [0.2] * 10], drop=0.1)
     assert phases["phase1_observed"] is True and phases["phase2_observed"] is False
 
 
@@ -50,7 +49,7 @@ def test_smoke_run_through_the_cli(smoke):
     # equal steps and samples: every arm sampled from the same prompts; hicra amplifies, grpo does not
     assert per_arm["grpo"]["amplified_coverage_mean"] == 0.0
     assert per_arm["hicra"]["amplified_coverage_mean"] == per_arm["hicra"]["planning_coverage_mean"] > 0
-    assert set(record["evidence"]["thresholds"]) == {"confidence", "min_gain", "entropy_drop"}
+    assert {"confidence", "min_gain", "entropy_drop"} <= set(record["evidence"]["thresholds"])
     assert "None" not in record["measurement"] and "n/a (one seed)" in record["measurement"]
     assert sorted(record["plots"]) == ["entropy_dynamics.png", "held_out_accuracy.png"]
 

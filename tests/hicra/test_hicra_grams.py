@@ -139,3 +139,13 @@ def test_token_coverage_counts_marked_tokens_over_all_sequences():
     pieces = [["let", " me", " try", " 3", " +"], [" 4", " ="]]
     assert token_coverage(pieces, ["let me try"]) == pytest.approx(3 / 7)
     assert token_coverage([], ["let me try"]) == 0.0
+
+
+def test_a_gram_in_every_solution_is_kept_unless_max_doc_frac_drops_it():
+    corpus = [f"{c} so the answer is {i}" for i, c in enumerate(CORPUS)]  # "so the answer is" now in all six
+    kept = {c.name: c.doc_freq for c in mine_strategic_grams(corpus, min_doc_frac=0.3, max_within=2.0).clusters}
+    assert kept["so the answer is"] == 1.0  # high document, low within-solution frequency: the paper's filter keeps it
+    dropped = mine_strategic_grams(corpus, min_doc_frac=0.3, max_within=2.0, max_doc_frac=0.9)
+    assert "so the answer is" not in [c.name for c in dropped.clusters] and len(dropped.clusters) == len(kept) - 1
+    with pytest.raises(ValueError, match="max_doc_frac"):
+        mine_strategic_grams(corpus, min_doc_frac=0.5, max_doc_frac=0.4)

@@ -38,16 +38,21 @@ masked positions: they are replaced before any arithmetic, so they reach neither
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
-from iclr26.common.config import require
+from iclr26.common.config import opt, require
 from iclr26.common.distributed import World
 
 __all__ = [
+    "Parallel",
+    "RolloutSeeds",
+    "check_parallel",
+    "parallel_field",
     "per_prompt_seeds",
+    "rollout_seeds_field",
     "GRPOLoss",
     "SurrogateTerms",
     "clipped_surrogate",
@@ -330,3 +335,41 @@ def per_prompt_seeds(rollout_seeds: str, world: World) -> bool:
         f"batch (one sampling stream per step) cannot be split over {world.size} ranks; use prompt or auto",
     )
     return rollout_seeds == "prompt" or (rollout_seeds == "auto" and world.is_distributed)
+
+
+#: How a GRPO step's completions are seeded (config field ``rollout_seeds``, :func:`per_prompt_seeds`).
+RolloutSeeds = Literal["auto", "batch", "prompt"]
+#: How the gradients of a GRPO step are averaged over the ranks (config field ``parallel``).
+Parallel = Literal["ddp", "fsdp"]
+
+
+def rollout_seeds_field() -> Any:
+    """The config field ``rollout_seeds`` of a GRPO reproduction with a torchrun path (one help text for all)."""
+    return opt(
+        "auto",
+        "RL sampling streams: batch = one stream for a step's whole batch (the one-process record); prompt = one "
+        "seed per prompt, so a prompt's samples do not depend on the ranks (torchrun needs it); auto = batch in one "
+        "process, prompt under torchrun",
+    )
+
+
+def parallel_field() -> Any:
+    """The config field ``parallel`` of a GRPO reproduction with a torchrun path (one help text for all)."""
+    return opt(
+        "ddp",
+        "gradient averaging of the RL steps under torchrun: ddp, or fsdp (FSDP2 shards the pretrained LM's weights, "
+        "the adapters' gradients and optimizer state; backend=smollm2 only); unused in one process",
+    )
+
+
+def check_parallel(parallel: str, backend: str) -> None:
+    """The cross-field check of ``parallel``: FSDP shards a pretrained LM, so it needs ``backend="smollm2"``.
+
+    Raises:
+        ConfigError: naming ``parallel`` for ``fsdp`` with another backend.
+    """
+    require(
+        parallel == "ddp" or backend == "smollm2",
+        "parallel",
+        "fsdp shards the pretrained LM: it needs backend=smollm2 (the tiny LM uses ddp)",
+    )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -82,6 +82,25 @@ class FFNOutput(NamedTuple):
     aux_loss: Tensor | None
 
 
+class Generation(NamedTuple):
+    """Output of :meth:`TinyLM.generate`.
+
+    Attributes:
+        tokens: ``(B, N)`` long, the new tokens of each row (its end token included), ``pad_id`` after the row's
+            end; ``N <= max_new_tokens``.
+        lengths: ``(B,)`` long, the number of new tokens of each row.
+        finished: ``(B,)`` bool, whether the row produced the end token (else it stopped at the cap).
+    """
+
+    tokens: Tensor
+    lengths: Tensor
+    finished: Tensor
+
+    def rows(self) -> list[list[int]]:
+        """The new tokens of each row as lists (without the padding after the end)."""
+        return [self.tokens[i, :n].tolist() for i, n in enumerate(self.lengths.tolist())]
+
+
 class LMOutput(NamedTuple):
     """Output of :meth:`TinyLM.forward`.
 
@@ -113,7 +132,7 @@ def rope_tables(seq_len: int, head_dim: int, base: float, *, device=None, dtype=
     """cos/sin tables ``(T, Dh/2)`` of rotary embeddings: angle ``t · base^(-2i/Dh)`` for pair ``i``.
 
     The tables are computed once per ``(T, Dh, base, device, dtype)`` (in float64, then cast) and cached: rebuilding
-    them in every forward pass was the whole gap between TinyLM and a learned-position model (issue 18). They are
+    them in every forward pass was the whole gap between TinyLM and a learned-position model. They are
     built outside inference mode, so tables first made during generation can be saved for a later backward pass.
     Callers must not modify them in place.
     """
@@ -133,7 +152,7 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 
     ``(x_{2i} + i·x_{2i+1}) · (cos + i·sin)``, i.e. ``(x_{2i} cos − x_{2i+1} sin, x_{2i} sin + x_{2i+1} cos)``. In
     float32/float64 this is one complex multiplication (the Llama reference form: equal to the real form up to one
-    rounding, and 5-8x faster, which closes the gap to a learned-position model, issue 18); other dtypes (bf16,
+    rounding, and 5-8x faster, which closes the gap to a learned-position model); other dtypes (bf16,
     fp16, which have no complex type here) take the real form, in their own precision.
     """
     if x.dtype in (torch.float32, torch.float64) and cos.dtype == x.dtype and x.stride(-1) == 1:
@@ -156,7 +175,7 @@ def _rope_rotations(seq_len: int, head_dim: int, base: float, device: torch.devi
     ``(T, Dh/2)`` each, broadcast over the heads; or, where a row of ``Dh/2`` complex numbers fills whole 128-byte
     blocks, ``(H, T, Dh/2)`` over a ``(T, H, Dh/2)`` memory layout, the layout of q and k inside the projection's
     output and of SDPA's gradients. Then the complex product runs over rows of ``H·Dh/2`` numbers instead of ``Dh/2``
-    (0.55x the time of the forward product, 0.45x of the backward one at Dh = 32, H = 4; issue 18). Its values are
+    (0.55x the time of the forward product, 0.45x of the backward one at Dh = 32, H = 4). Its values are
     the same bit for bit: the product is taken lane by lane in vectors (two 64-byte vectors per loop step at most),
     and with whole 128-byte rows no element falls to the scalar remainder loop, which rounds differently, in
     either layout. Code traced by ``torch.compile`` keeps the broadcast tables: it builds them in its graph at every
@@ -182,7 +201,7 @@ class _RopeQKV(torch.autograd.Function):
     by the conjugate (what autograd computes for a complex product, ``grad · conj(w)``) straight into one buffer laid
     out like ``h``, where ``v``'s gradient is copied too. Autograd's own graph (slice, select, unbind) filled two zero
     tensors of the size of ``h``, added them and copied the sum into the projection's layout, and a rotation out of
-    place wrote q and k to new memory: 1.6 % of a training step (issue 18). ``h`` must be no one else's: the
+    place wrote q and k to new memory: 1.6 % of a training step. ``h`` must be no one else's: the
     projection's forward hooks see it rotated.
     """
 
@@ -352,6 +371,88 @@ class TinyLM(nn.Module):
             loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
         return LMOutput(logits=logits, loss=loss, aux_loss=aux_total)
 
+    @torch.no_grad()
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_new_tokens: int,
+        eos_id: int,
+        pad_id: int = 0,
+        temperature: float = 0.0,
+        generator: torch.Generator | None = None,
+    ) -> Generation:
+        """Sample (``temperature > 0``) or greedily decode (``0``) a continuation of each prompt, batched, with a
+        key/value cache.
+
+        Prompts are left-padded with ``pad_id``; attention never sees a padded key (a padded query sees only
+        itself), and RoPE depends on relative positions only, so each row's logits equal those of its unpadded
+        sequence through :meth:`forward` up to float rounding. Steps: one pass over the padded prompts fills the
+        cache of every block and gives the first next-token logits; then each step draws a token per row,
+        ``softmax(logits / temperature)`` from ``generator`` or the argmax, and runs the new tokens alone against
+        the cache. A row ends at ``eos_id`` (kept) or after ``max_new_tokens``; a finished row is fed ``pad_id``.
+        Everything runs on the model's device; sampling draws on ``generator``'s device (the CPU for
+        ``torch.Generator()``), so a seeded generator draws the same tokens wherever the model is.
+
+        Args:
+            prompts: token ids of each row (at least one token each).
+            max_new_tokens: the most new tokens per row (0 gives empty rows).
+            eos_id: the end token.
+            pad_id: the padding id of the prompts and of finished rows.
+            temperature: 0 for greedy decoding, else the sampling temperature.
+            generator: the sampling draws (torch's default generator if None).
+
+        Returns:
+            :class:`Generation`.
+
+        Raises:
+            ValueError: for a model with learned positions (only RoPE keys are cached), no prompt or an empty one,
+                a negative cap or temperature, or a prompt + cap longer than ``context_len``.
+        """
+        cfg = self.config
+        if cfg.positional != "rope":
+            raise ValueError("generate caches the keys of RoPE models only; build the model with positional='rope'")
+        if not prompts or any(len(p) == 0 for p in prompts):
+            raise ValueError("generate needs at least one prompt, each of at least one token")
+        if max_new_tokens < 0 or temperature < 0:
+            raise ValueError(f"max_new_tokens and temperature must be >= 0, got {max_new_tokens}, {temperature}")
+        B, P = len(prompts), max(len(p) for p in prompts)
+        S = P + max_new_tokens
+        if S > cfg.context_len:
+            raise ValueError(f"prompt ({P}) + max_new_tokens ({max_new_tokens}) exceeds context_len={cfg.context_len}")
+        device = self.tok_emb.weight.device
+        ids = torch.full((B, P), pad_id, dtype=torch.long)
+        valid = torch.zeros(B, S, dtype=torch.bool)  # (B, S): real (non-padding) key positions
+        for i, p in enumerate(prompts):
+            ids[i, P - len(p) :] = torch.tensor(list(p), dtype=torch.long)
+            valid[i, P - len(p) : P] = True
+        ids, valid = ids.to(device), valid.to(device)
+        cache = _KVCache.empty(self, B, S)
+        was_training = self.training
+        self.eval()
+        logits = cache.step(ids, 0, valid)  # (B, V)
+        tokens = torch.full((B, max_new_tokens), pad_id, dtype=torch.long, device=device)
+        done = torch.zeros(B, dtype=torch.bool, device=device)
+        lengths = torch.zeros(B, dtype=torch.long, device=device)
+        for step in range(max_new_tokens):
+            if temperature > 0:
+                probs = torch.softmax(logits.float() / temperature, dim=-1)  # (B, V)
+                on = generator.device if generator is not None else probs.device
+                nxt = torch.multinomial(probs.to(on), 1, generator=generator)[:, 0].to(device)
+            else:
+                nxt = logits.argmax(dim=-1)  # (B,)
+            nxt = torch.where(done, pad_id, nxt)
+            tokens[:, step] = nxt
+            lengths += (~done).long()
+            done = done | (nxt == eos_id)
+            if bool(done.all()) or step == max_new_tokens - 1:
+                break
+            valid[:, P + step] = True
+            logits = cache.step(torch.where(done, pad_id, nxt)[:, None], P + step, valid)
+        self.train(was_training)
+        width = int(lengths.max()) if B else 0
+        return Generation(tokens[:, :width], lengths, done)
+
     def num_params(self, *, active: bool = False, embeddings: bool = False) -> int:
         """Parameter count.
 
@@ -383,3 +484,55 @@ class TinyLM(nn.Module):
         T = seq_len or self.config.context_len
         n = self.num_params(active=True) + (self.head.weight.numel() if self.config.tie_embeddings else 0)
         return 6.0 * n + 6.0 * self.config.n_layers * T * self.config.d_model
+
+
+@dataclass
+class _KVCache:
+    """The keys and values of every block for :meth:`TinyLM.generate`, preallocated for ``S`` positions.
+
+    Attributes:
+        model: the model whose blocks' own modules (``ln1``, ``attn.qkv``, ``attn.proj``, ``ln2``, ``ffn``) are run.
+        keys, values: ``(L, B, H, S, Dh)``; keys are stored rotated.
+        cos, sin: ``(S, Dh/2)`` RoPE tables.
+    """
+
+    model: TinyLM
+    keys: Tensor
+    values: Tensor
+    cos: Tensor
+    sin: Tensor
+
+    @classmethod
+    def empty(cls, model: TinyLM, batch: int, length: int) -> _KVCache:
+        cfg, weight = model.config, model.tok_emb.weight
+        head_dim = cfg.d_model // cfg.n_heads
+        keys = torch.zeros(cfg.n_layers, batch, cfg.n_heads, length, head_dim, device=weight.device, dtype=weight.dtype)
+        cos, sin = rope_tables(length, head_dim, cfg.rope_base, device=weight.device, dtype=weight.dtype)
+        return cls(model, keys, torch.zeros_like(keys), cos, sin)
+
+    def step(self, ids: Tensor, start: int, valid: Tensor) -> Tensor:
+        """Run tokens ``ids: (B, n)`` at positions ``start .. start + n − 1`` against the cache (and add them to it);
+        ``valid: (B, S)`` marks real keys. Returns the next-token logits of the last position, ``(B, V)``."""
+        model = self.model
+        B, n = ids.shape
+        H, D = model.config.n_heads, model.config.d_model
+        x = model.tok_emb(ids)  # (B, n, D)
+        q_pos = torch.arange(start, start + n, device=ids.device)
+        k_pos = torch.arange(start + n, device=ids.device)
+        causal = k_pos[None, :] <= q_pos[:, None]  # (n, start + n)
+        # causal, real keys only, and each position sees itself (a padded query never has an empty row)
+        allowed = (causal[None, None] & valid[:, None, None, : start + n]) | (k_pos[None, :] == q_pos[:, None])
+        cos, sin = self.cos[start : start + n], self.sin[start : start + n]  # (n, Dh/2)
+        for layer, block in enumerate(model.blocks):
+            q, k, v = block.attn.qkv(block.ln1(x)).split(D, dim=-1)
+            q, k, v = (t.view(B, n, H, D // H).transpose(1, 2) for t in (q, k, v))  # (B, H, n, Dh)
+            q = apply_rope(q, cos, sin)
+            self.keys[layer, :, :, start : start + n] = apply_rope(k, cos, sin)
+            self.values[layer, :, :, start : start + n] = v
+            y = F.scaled_dot_product_attention(
+                q, self.keys[layer, :, :, : start + n], self.values[layer, :, :, : start + n], attn_mask=allowed
+            )  # (B, H, n, Dh)
+            x = x + block.attn.proj(y.transpose(1, 2).reshape(B, n, D))
+            out = block.ffn(block.ln2(x))
+            x = x + (out.y if isinstance(out, FFNOutput) else out)
+        return model.head(model.ln_f(x[:, -1]))  # (B, V)

@@ -334,7 +334,6 @@ class TinyTranslator:
         return out  # type: ignore[return-value]
 
 
-@torch.no_grad()
 def decode(
     model: Any,
     src: Sequence[Sequence[int]],
@@ -345,13 +344,11 @@ def decode(
     generator: torch.Generator | None = None,
     pad: int = 0,
 ) -> list[list[int]]:
-    """Batched autoregressive decoding of a RoPE :class:`~iclr26.common.tinylm.TinyLM` with a key/value cache.
-
-    Sources are left-padded and the padding is masked out of attention; RoPE makes attention depend on relative
-    positions only, so each row decodes as it would alone (``tests/dna``: equal to TinyLM's own forward pass).
+    """Batched autoregressive decoding of a RoPE :class:`~iclr26.common.tinylm.TinyLM` with a key/value cache
+    (:meth:`~iclr26.common.tinylm.TinyLM.generate`), the cap cut to what the context leaves.
 
     Args:
-        model: the TinyLM (``positional="rope"``, dense feed-forward blocks).
+        model: the TinyLM (``positional="rope"``).
         src: token ids per row.
         max_new: most new tokens per row (fewer if the context fills up).
         eos: the end token; a row stops after it (it is included in the row's output).
@@ -362,67 +359,11 @@ def decode(
     Returns:
         The new ids of each row.
     """
-    import torch.nn.functional as F
-
-    from iclr26.common.tinylm import apply_rope, rope_tables
-
-    cfg = model.config
-    if cfg.positional != "rope":
-        raise ValueError("decode needs a RoPE TinyLM (positional='rope')")
-    B, P = len(src), max(len(r) for r in src)
-    H, D = cfg.n_heads, cfg.d_model
-    Dh = D // H
-    max_new = max(0, min(max_new, cfg.context_len - P))
-    x = torch.full((B, P), pad, dtype=torch.long)  # (B, P)
-    valid = torch.zeros((B, P + max_new), dtype=torch.bool)  # (B, P + N) keys that may be attended to
-    for b, row in enumerate(src):
-        x[b, P - len(row) :] = torch.tensor(row, dtype=torch.long)
-        valid[b, P - len(row) :] = True
-    cos, sin = rope_tables(P + max_new, Dh, cfg.rope_base)
-    cache: list[list[torch.Tensor]] = []
-
-    def layer(block, h: torch.Tensor, start: int):  # noqa: ANN001, ANN202
-        T = h.shape[1]
-        qkv = block.attn.qkv(block.ln1(h)).view(B, T, 3, H, Dh).permute(2, 0, 3, 1, 4)  # (3, B, H, T, Dh)
-        q, k = apply_rope(qkv[:2].contiguous(), cos[start : start + T], sin[start : start + T]).unbind(0)
-        return q, k, qkv[2]
-
-    h = model.tok_emb(x)  # (B, P, D)
-    causal = torch.tril(torch.ones(P, P, dtype=torch.bool))
-    mask = (causal[None] & valid[:, None, :P]) | torch.eye(P, dtype=torch.bool)[None]  # (B, P, P); pads see self
-    for block in model.blocks:
-        q, k, v = layer(block, h, 0)
-        cache.append([k, v])
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None])  # (B, H, P, Dh)
-        h = h + block.attn.proj(y.transpose(1, 2).reshape(B, P, D))
-        h = h + block.ffn(block.ln2(h))
-    logits = model.head(model.ln_f(h[:, -1]))  # (B, V)
-    out: list[list[int]] = [[] for _ in range(B)]
-    done = torch.zeros(B, dtype=torch.bool)
-    for step in range(max_new):
-        if temperature > 0:
-            nxt = torch.multinomial(torch.softmax(logits.float() / temperature, -1), 1, generator=generator)[:, 0]
-        else:
-            nxt = logits.argmax(-1)  # (B,)
-        for b, t in enumerate(nxt.tolist()):
-            if not done[b]:
-                out[b].append(t)
-                done[b] = t == eos
-        if bool(done.all()) or step == max_new - 1:
-            break
-        pos = P + step
-        valid[:, pos] = True
-        key_mask = valid[:, None, None, : pos + 1]  # (B, 1, 1, pos + 1)
-        h = model.tok_emb(nxt[:, None])  # (B, 1, D)
-        for block, kv in zip(model.blocks, cache, strict=True):
-            q, k, v = layer(block, h, pos)
-            kv[0] = torch.cat([kv[0], k], dim=2)  # (B, H, pos + 1, Dh)
-            kv[1] = torch.cat([kv[1], v], dim=2)
-            y = F.scaled_dot_product_attention(q, kv[0], kv[1], attn_mask=key_mask)  # (B, H, 1, Dh)
-            h = h + block.attn.proj(y.transpose(1, 2).reshape(B, 1, D))
-            h = h + block.ffn(block.ln2(h))
-        logits = model.head(model.ln_f(h[:, -1]))
-    return out
+    longest = max(len(r) for r in src)
+    max_new = max(0, min(max_new, model.config.context_len - longest))
+    return model.generate(
+        src, max_new_tokens=max_new, eos_id=eos, pad_id=pad, temperature=temperature, generator=generator
+    ).rows()
 
 
 # ------------------------------------------------------------------------------------------------ pretrained LM

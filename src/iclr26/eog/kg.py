@@ -25,7 +25,17 @@ import numpy as np
 
 from iclr26.eog.data import KGQAExample
 
-__all__ = ["ENTITY_TYPES", "RELATIONS", "KGTask", "Relation", "compositions", "make_kg", "make_question", "make_task"]
+__all__ = [
+    "ENTITY_TYPES",
+    "RELATIONS",
+    "KGTask",
+    "Relation",
+    "compositions",
+    "make_kg",
+    "make_question",
+    "make_task",
+    "split_loaded",
+]
 
 
 @dataclass(frozen=True)
@@ -261,3 +271,27 @@ def make_task(
     rl = [*rl_id, *rl_ood]
     rl = [rl[int(i)] for i in rng.permutation(len(rl))]
     return KGTask(sft, rl, test_id, test_ood, held, idc, ood)
+
+
+def split_loaded(examples: list[KGQAExample], *, ood_frac: float, seed: int) -> KGTask:
+    """Split user data as the synthetic task is split: whole compositions (of length >= 2 where possible) are OOD.
+
+    ID questions: 20% test, the rest halved into SFT and RL; OOD questions: half test, half RL (no traces).
+    """
+    rng = np.random.default_rng(seed)
+    comps = sorted({e.composition for e in examples})
+    multi = [c for c in comps if len(c) >= 2] or comps
+    k = max(1, min(len(multi), round(ood_frac * len(comps))))
+    if k >= len(comps):
+        k = len(comps) - 1
+    held = {multi[int(i)] for i in rng.choice(len(multi), size=k, replace=False)}
+    order = [examples[int(i)] for i in rng.permutation(len(examples))]
+    ood = [e for e in order if e.composition in held]
+    idx = [e for e in order if e.composition not in held]
+    n_test = max(1, len(idx) // 5)
+    test_id, rest = idx[:n_test], idx[n_test:]
+    sft, rl_id = rest[: (len(rest) + 1) // 2], rest[(len(rest) + 1) // 2 :]
+    half = max(1, len(ood) // 2)
+    test_ood, rl_ood = ood[:half], ood[half:]
+    held_bigrams = sorted({b for c in held for b in bigrams(c)})
+    return KGTask(sft, rl_id + rl_ood, test_id, test_ood, held_bigrams, sorted(set(comps) - held), sorted(held))

@@ -12,12 +12,13 @@ pipeline of :mod:`iclr26.eog.training` is one code path:
   with token-mean aggregation and no KL term (the official ``train/run_eog.sh``);
 - ``greedy(examples)``: greedy completions (evaluation).
 
-Data parallel (``torchrun``, :mod:`iclr26.common.distributed`): ``distribute(mode)`` makes the GRPO updates of a
-policy data parallel (DDP for the tiny LM; DDP or FSDP2 through :func:`iclr26.common.pretrained.distribute` for
+Data parallel (``torchrun``, :mod:`iclr26.common.distributed`): ``distribute(world, mode)`` makes the GRPO updates
+of a policy data parallel (DDP for the tiny LM; DDP or FSDP2 through :func:`iclr26.common.pretrained.distribute` for
 the pretrained LM), and ``sample_prompts(examples, group_size, seeds)`` draws each prompt's ``G`` completions from
 a seed of its own, so that a rank sampling its shard of the prompts draws what one process would. Each rank then
 passes its shard's samples to ``grpo_update``, which normalises by the global token count (all-reduced) so that the
-averaged gradient is the one-process gradient of the whole batch's token mean.
+averaged gradient is the one-process gradient of the whole batch's token mean (in one process: the batch's token
+mean itself).
 
 Glossary: ``B`` sequences, ``L`` sequence length, ``T`` completion tokens, ``V`` vocabulary, ``Q`` prompts,
 ``G`` samples per prompt, ``D`` width, ``H`` heads.
@@ -34,15 +35,23 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from iclr26.common.distributed import all_reduce_sum, current_world
+from iclr26.common.distributed import SINGLE, World, all_reduce_sum, data_parallel
 from iclr26.common.grpo import group_relative_advantages, grpo_loss
-from iclr26.common.tinylm import TinyLM, TinyLMConfig, apply_rope, rope_tables
+from iclr26.common.tinylm import TinyLM, TinyLMConfig
 from iclr26.eog.data import KGQAExample, compact_prompt, official_prompt
 
-__all__ = ["Policy", "PretrainedPolicy", "Samples", "TinyPolicy", "WordVocab", "tokenize"]
+__all__ = [
+    "Policy",
+    "PretrainedPolicy",
+    "Samples",
+    "TinyPolicy",
+    "WordVocab",
+    "completion_logprobs",
+    "pack_rows",
+    "tokenize",
+]
 
 _TOKEN = re.compile(r"</?think>|</?answer>|[A-Za-z0-9_.\-]+|\S")
 
@@ -120,7 +129,7 @@ class Policy(Protocol):
 
     def sample_prompts(self, examples: Sequence[KGQAExample], *, group_size: int, seeds: Sequence[int]) -> Samples: ...
 
-    def distribute(self, mode: str = "ddp") -> Policy: ...
+    def distribute(self, world: World, mode: str = "ddp") -> Policy: ...
 
     def state(self) -> dict[str, Tensor]: ...
 
@@ -140,6 +149,7 @@ class TinyPolicy:
         temperature: sampling temperature of RL rollouts.
         clip_eps: ratio clip.
         seed: initialisation seed.
+        device: where the model and its batches live (the weights are drawn on the CPU, then moved).
     """
 
     def __init__(
@@ -157,8 +167,10 @@ class TinyPolicy:
         temperature: float = 1.0,
         clip_eps: float = 0.2,
         seed: int = 0,
+        device: torch.device | str = "cpu",
     ) -> None:
         self.vocab = vocab
+        self.device = torch.device(device)
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.clip_eps = clip_eps
@@ -174,20 +186,22 @@ class TinyPolicy:
                     n_heads=n_heads,
                     d_ff=d_ff,
                 )
-            )
+            ).to(self.device)
         self._opt: dict[str, torch.optim.Optimizer] = {}
         self.net: nn.Module = self.model  # the DDP wrapper after distribute() under torchrun
+        self.world: World = SINGLE
 
-    def distribute(self, mode: str = "ddp") -> TinyPolicy:
-        """Make :meth:`grpo_update` data parallel over the process group's ranks (DDP; no-op in one process).
+    def distribute(self, world: World, mode: str = "ddp") -> TinyPolicy:
+        """Make :meth:`grpo_update` data parallel over ``world``'s ranks (DDP; no-op in one process).
 
         Raises:
             ValueError: for a mode other than ``"ddp"`` (FSDP is for the pretrained LM).
         """
         if mode != "ddp":
             raise ValueError(f"the tiny LM runs data parallel with mode='ddp', got {mode!r} (fsdp: the pretrained LM)")
-        if current_world().is_distributed and self.net is self.model:
-            self.net = nn.parallel.DistributedDataParallel(self.model)
+        if self.net is self.model:
+            self.net = data_parallel(self.model, world, device=self.device)
+            self.world = world
         return self
 
     def _optimizer(self, kind: str) -> torch.optim.Optimizer:
@@ -213,9 +227,9 @@ class TinyPolicy:
         rows = [
             (self.prompt_ids(e), [*self.vocab.encode(t), WordVocab.EOS]) for e, t in zip(examples, targets, strict=True)
         ]
-        seq, plen, clen = _pack(rows)
+        seq, plen, clen = pack_rows(rows, self.device)
         self.model.train()
-        logp, mask = _completion_logprobs(self.model, seq, plen, clen)  # (B, T) each
+        logp, mask = completion_logprobs(self.model, seq, plen, clen)  # (B, T) each
         return self._step("sft", -(logp * mask).sum() / mask.sum())
 
     def sample(self, examples: Sequence[KGQAExample], *, group_size: int, seed: int) -> Samples:
@@ -239,41 +253,37 @@ class TinyPolicy:
         return self._generate([self.prompt_ids(e) for e in examples], 1, 0.0, None)
 
     def _generate(self, prompts: list[list[int]], group_size: int, temperature: float, gen) -> Samples:
-        out, finished = generate(
-            self.model, prompts, max_new_tokens=self.max_new_tokens, temperature=temperature, generator=gen
+        gen_out = self.model.generate(
+            prompts,
+            max_new_tokens=self.max_new_tokens,
+            eos_id=WordVocab.EOS,
+            pad_id=WordVocab.PAD,
+            temperature=temperature,
+            generator=gen,
         )
+        out = gen_out.rows()
         texts = [self.vocab.decode(c) for c in out]
-        return Samples(texts, [len(c) for c in out], finished, group_size, handle=(prompts, out))
+        return Samples(texts, [len(c) for c in out], gen_out.finished.tolist(), group_size, handle=(prompts, out))
 
     def grpo_update(self, samples: Samples, rewards: Tensor) -> float:
-        """One GRPO step on ``samples`` with ``rewards`` ``(Q, G)`` (module docstring)."""
+        """One GRPO step on ``samples`` with ``rewards`` ``(Q_r, G)`` (module docstring), this rank's share of the
+        batch: the loss is the token mean over every rank's tokens (the count all-reduced), and DDP averages
+        ``world size ×`` each rank's part, which gives the whole batch's gradient. Returns the global loss."""
         prompts, completions = samples.handle
         adv = group_relative_advantages(rewards.reshape(-1, samples.group_size).double()).float().reshape(-1)  # (N,)
-        if self.net is not self.model:
-            return self._grpo_update_parallel(prompts, completions, adv)
-        if not bool(adv.abs().gt(0).any()):
-            return 0.0  # every group tied: no gradient (verl's GRPO gives these advantage 0 too)
-        seq, plen, clen = _pack(list(zip(prompts, completions, strict=True)))
-        self.model.train()
-        logp, mask = _completion_logprobs(self.model, seq, plen, clen)  # (N, T)
-        # DeepSeekMath Eq. (3), on-policy (π_old = π_θ detached), token-mean aggregation (run_eog.sh)
-        loss = grpo_loss(logp, logp.detach(), adv, mask=mask, clip_eps=self.clip_eps, aggregation="token").loss
-        return self._step("rl", loss)
-
-    def _grpo_update_parallel(self, prompts, completions, adv: Tensor) -> float:
-        """:meth:`grpo_update` on this rank's shard: the token mean over every rank's tokens (all-reduced count);
-        DDP averages ``world size ×`` the shard's share: the whole batch's gradient. Returns the global loss."""
-        world = current_world()
         (signal,) = all_reduce_sum([float(adv.abs().gt(0).any())])
         if signal == 0:
-            return 0.0  # every group of every rank tied
-        seq, plen, clen = _pack(list(zip(prompts, completions, strict=True)))
+            return 0.0  # every group of every rank tied: no gradient (verl's GRPO gives these advantage 0 too)
+        seq, plen, clen = pack_rows(list(zip(prompts, completions, strict=True)), self.device)
         self.model.train()
-        logp, mask = _completion_logprobs(self.net, seq, plen, clen)  # (N_r, T)
+        logp, mask = completion_logprobs(self.net, seq, plen, clen)  # (N_r, T)
         (tokens,) = all_reduce_sum([float(mask.sum())])
-        loss = grpo_loss(logp, logp.detach(), adv, mask=mask, clip_eps=self.clip_eps, aggregation="token").loss
+        # DeepSeekMath Eq. (3), on-policy (π_old = π_θ detached), token-mean aggregation (run_eog.sh)
+        loss = grpo_loss(
+            logp, logp.detach(), adv.to(self.device), mask=mask, clip_eps=self.clip_eps, aggregation="token"
+        ).loss
         share = loss * (float(mask.sum()) / tokens)  # this rank's part of the global token mean
-        self._step("rl", share * world.size)
+        self._step("rl", share * self.world.size)
         (total,) = all_reduce_sum([float(share.detach())])
         return total
 
@@ -298,105 +308,31 @@ def _concat(parts: Sequence[Samples], group_size: int) -> Samples:
     )
 
 
-def _pack(rows: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tuple[Tensor, Tensor, Tensor]:
-    """Right-padded ``(B, L)`` prompt+completion ids, prompt lengths ``(B,)``, completion lengths ``(B,)``."""
+def pack_rows(
+    rows: Sequence[tuple[Sequence[int], Sequence[int]]], device: torch.device | str = "cpu"
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Right-padded ``(B, L)`` prompt+completion ids, prompt lengths ``(B,)``, completion lengths ``(B,)``, on
+    ``device``."""
     length = max(len(p) + len(c) for p, c in rows)
     seq = torch.full((len(rows), length), WordVocab.PAD, dtype=torch.long)
     for i, (p, c) in enumerate(rows):
         seq[i, : len(p) + len(c)] = torch.tensor([*p, *c])
-    return seq, torch.tensor([len(p) for p, _ in rows]), torch.tensor([len(c) for _, c in rows])
+    lengths = torch.tensor([[len(p) for p, _ in rows], [len(c) for _, c in rows]])
+    return seq.to(device), lengths[0].to(device), lengths[1].to(device)
 
 
-def _completion_logprobs(model: TinyLM, seq: Tensor, plen: Tensor, clen: Tensor) -> tuple[Tensor, Tensor]:
+def completion_logprobs(model: TinyLM, seq: Tensor, plen: Tensor, clen: Tensor) -> tuple[Tensor, Tensor]:
     """``log π(c_t | p, c_<t)`` ``(B, T)`` and the completion mask ``(B, T)``; token ``t`` is predicted at position
     ``plen + t − 1``."""
     T = max(1, int(clen.max()))
+    steps = torch.arange(T, device=seq.device)
     logits = model(seq[:, :-1]).logits  # (B, L−1, V)
-    pos = (plen[:, None] + torch.arange(T)[None, :] - 1).clamp(max=logits.shape[1] - 1)  # (B, T)
-    rows = torch.arange(seq.shape[0])[:, None]
+    pos = (plen[:, None] + steps[None, :] - 1).clamp(max=logits.shape[1] - 1)  # (B, T)
+    rows = torch.arange(seq.shape[0], device=seq.device)[:, None]
     targets = seq[rows, (pos + 1).clamp(max=seq.shape[1] - 1)]  # (B, T)
     logp = torch.log_softmax(logits[rows, pos].float(), dim=-1).gather(-1, targets[..., None]).squeeze(-1)
-    mask = torch.arange(T)[None, :] < clen[:, None]  # (B, T)
+    mask = steps[None, :] < clen[:, None]  # (B, T)
     return logp.masked_fill(~mask, 0.0), mask
-
-
-@torch.no_grad()
-def generate(
-    model: TinyLM,
-    prompts: Sequence[Sequence[int]],
-    *,
-    max_new_tokens: int,
-    temperature: float,
-    generator: torch.Generator | None = None,
-) -> tuple[list[list[int]], list[bool]]:
-    """Sample (``temperature > 0``) or greedily decode (``0``) one completion per prompt with a key/value cache.
-
-    Prompts are left-padded and padded keys masked; RoPE depends only on relative positions, so each row's logits
-    equal those of its unpadded sequence (up to rounding). The completion ends at ``<eos>`` (kept) or the cap.
-
-    Returns:
-        ``(completions, finished)``: each completion's ids (``<eos>`` included if produced) and whether it produced
-        ``<eos>``.
-
-    Raises:
-        ValueError: for a model without RoPE or a prompt + cap longer than its context.
-    """
-    cfg = model.config
-    if cfg.positional != "rope":
-        raise ValueError("generate caches keys of RoPE models only")
-    B, P = len(prompts), max(len(p) for p in prompts)
-    S = P + max_new_tokens
-    if S > cfg.context_len:
-        raise ValueError(f"prompt ({P}) + max_new_tokens ({max_new_tokens}) exceeds context_len={cfg.context_len}")
-    H, D = cfg.n_heads, cfg.d_model
-    ids = torch.full((B, P), WordVocab.PAD, dtype=torch.long)
-    valid = torch.zeros(B, S, dtype=torch.bool)  # (B, S): real key positions
-    for i, p in enumerate(prompts):
-        ids[i, P - len(p) :] = torch.tensor(list(p))
-        valid[i, P - len(p) : P] = True
-    cos, sin = rope_tables(S, D // H, cfg.rope_base)
-    keys = torch.zeros(len(model.blocks), B, H, S, D // H)
-    values = torch.zeros_like(keys)
-
-    def forward(x_ids: Tensor, start: int) -> Tensor:
-        n = x_ids.shape[1]
-        x = model.tok_emb(x_ids)  # (B, n, D)
-        q_pos, k_pos = torch.arange(start, start + n), torch.arange(start + n)
-        causal = k_pos[None, :] <= q_pos[:, None]  # (n, start + n)
-        allowed = (causal[None, None] & valid[:, None, None, : start + n]) | (k_pos[None, :] == q_pos[:, None])
-        for layer, block in enumerate(model.blocks):
-            q, k, v = block.attn.qkv(block.ln1(x)).split(D, dim=-1)
-            q, k, v = (t.view(B, n, H, D // H).transpose(1, 2) for t in (q, k, v))  # (B, H, n, D/H)
-            c, s = cos[start : start + n], sin[start : start + n]
-            q = apply_rope(q, c, s)
-            keys[layer, :, :, start : start + n] = apply_rope(k, c, s)
-            values[layer, :, :, start : start + n] = v
-            y = F.scaled_dot_product_attention(
-                q, keys[layer, :, :, : start + n], values[layer, :, :, : start + n], attn_mask=allowed
-            )  # (B, H, n, D/H)
-            x = x + block.attn.proj(y.transpose(1, 2).reshape(B, n, D))
-            x = x + block.ffn(block.ln2(x))
-        return model.head(model.ln_f(x[:, -1]))  # (B, V)
-
-    was_training = model.training
-    model.eval()
-    logits = forward(ids, 0)
-    out: list[list[int]] = [[] for _ in range(B)]
-    done = torch.zeros(B, dtype=torch.bool)
-    for step in range(max_new_tokens):
-        if temperature > 0:
-            nxt = torch.multinomial(torch.softmax(logits.float() / temperature, dim=-1), 1, generator=generator)[:, 0]
-        else:
-            nxt = logits.argmax(dim=-1)
-        for i in torch.nonzero(~done).flatten().tolist():
-            out[i].append(int(nxt[i]))
-        done |= nxt == WordVocab.EOS
-        if bool(done.all()) or step == max_new_tokens - 1:
-            break
-        valid[:, P + step] = True
-        logits = forward(torch.where(done, WordVocab.PAD, nxt)[:, None], P + step)
-    model.train(was_training)
-    return out, done.tolist()
 
 
 # ------------------------------------------------------------------------------------------------ pretrained LM
@@ -467,12 +403,13 @@ class PretrainedPolicy:
         )
         return self._samples(rollout.texts, rollout.completion_ids, rollout.finish_reasons, group_size, rollout)
 
-    def distribute(self, mode: str = "ddp") -> PretrainedPolicy:
+    def distribute(self, world: World, mode: str = "ddp") -> PretrainedPolicy:
         """Make the updates data parallel (:func:`iclr26.common.pretrained.distribute`: ``"ddp"`` or ``"fsdp"``);
-        a no-op in one process. Call it after :meth:`load_state`."""
+        a no-op in a one-process ``world``. Call it after :meth:`load_state`."""
         from iclr26.common.pretrained import distribute
 
-        distribute(self.lm, mode=mode)  # type: ignore[arg-type]
+        if world.is_distributed:
+            distribute(self.lm, mode=mode)  # type: ignore[arg-type]
         self._opt.clear()  # optimizers over the (possibly sharded) parameters
         return self
 

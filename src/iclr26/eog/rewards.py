@@ -158,6 +158,7 @@ def hits_at_1(predicted: Sequence[str], gold: Sequence[str]) -> float:
     golds = [g.lower().strip() for g in gold]
     if not preds or not golds:
         return 0.0
+    # Hits@1 (reward_func.py evaluate_hits_at_1): any prediction equal to, containing or inside any gold answer
     return float(any(p == g or g in p or p in g for p in preds for g in golds))
 
 
@@ -171,6 +172,7 @@ def answer_f1(predicted: Sequence[str], gold: Sequence[str]) -> float:
     if common == 0:
         return 0.0
     precision, recall = common / len(pred), common / len(truth)
+    # R_out (§3, reward_func.py): the answer-set F1 = 2PR / (P + R)
     return 2 * precision * recall / (precision + recall)
 
 
@@ -236,6 +238,7 @@ def path_reward(reasoning: str, reasoning_path: Any) -> float:
     gold_keys = [tuple(f.lower() for f in t) for t in gold]
     # each extracted triple counts at most once (the official inner loop breaks at its first match)
     matched = sum(1 for t in extracted if tuple(f.lower() for f in t) in gold_keys)
+    # R_path (§3, reward_func.py evaluate_reasoning_path_match): matched / |flattened gold path|, clipped to 1
     return min(1.0, matched / len(gold))
 
 
@@ -328,5 +331,6 @@ def eog_reward(
     h = hits_at_1(parsed.answer, gold_answers)
     f = answer_f1(parsed.answer, gold_answers)
     p = path_reward(parsed.reasoning, reasoning_path)
+    # R = R_out + R_path in RL phase 2 (§3); the weights select phase 1 (F1 only) or the released file's path only
     total = weights.hits * h + weights.f1 * f + weights.path * p
     return RewardBreakdown(h, f, p, total, True, None, len(cited), off_path, outside)

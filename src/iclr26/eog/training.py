@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
+from iclr26.common.distributed import SINGLE, World, all_reduce_sum, shard_range
 from iclr26.common.seeding import derive_seed
 from iclr26.eog.data import KGQAExample, make_trace
 from iclr26.eog.policy import Policy
 from iclr26.eog.rewards import RewardWeights, eog_reward, extract_triples, parse_output
 
-__all__ = ["EvalResult", "StageCurves", "evaluate", "grpo_stage", "placebo_paths", "sft_stage"]
+__all__ = ["EvalResult", "StageCurves", "evaluate", "grpo_stage", "placebo_paths", "score_samples", "sft_stage"]
 
 
 def sft_stage(
@@ -114,11 +114,12 @@ def grpo_stage(
     path_override: dict[str, list[list[list[str]]]] | None = None,
     progress: Callable[[], None] | None = None,
     per_prompt_seeds: bool = False,
+    world: World = SINGLE,
 ) -> StageCurves:
     """Stages 2–3: ``steps`` GRPO steps with reward weights ``weights`` (module docstring, steps 1–4).
 
     Args:
-        policy: the policy (updated in place).
+        policy: the policy (updated in place; data parallel over ``world`` after ``policy.distribute``).
         pool: the RL questions.
         steps: GRPO steps.
         prompts_per_step: ``Q``.
@@ -130,62 +131,64 @@ def grpo_stage(
         progress: called after each step.
         per_prompt_seeds: sample each prompt's ``G`` completions from a seed of its own
             (``derive_seed(step seed, "prompt", q)``, ``q`` its index in the step's draw; :meth:`Policy.sample_prompts`)
-            instead of one stream for the batch. Required under torchrun, where each rank then takes its contiguous
+            instead of one stream for the batch. Required under torchrun, where each rank takes its contiguous
             shard of the ``Q`` prompts (:func:`~iclr26.common.distributed.shard_range`), scores it, updates through
             the policy's data-parallel ``grpo_update``, and the curves are summed over the ranks: a run on ``N`` ranks
             draws the completions of a one-process run with ``per_prompt_seeds=True`` and follows its trajectory up
             to float summation order.
+        world: the ranks (``ctx.world``).
 
     Returns:
         :class:`StageCurves`.
     """
     if group_size < 2:
         raise ValueError(f"group_size must be >= 2 for a group-relative advantage, got {group_size}")
-    gen = torch.Generator().manual_seed(seed % 2**63)
-    curves = StageCurves()
-    world = current_world()
     if world.is_distributed and not per_prompt_seeds:
         raise ValueError("under torchrun grpo_stage needs per_prompt_seeds=True (one stream cannot be sharded)")
     if prompts_per_step < world.size:
         raise ValueError(f"prompts_per_step={prompts_per_step} must be >= the number of ranks ({world.size})")
-    if per_prompt_seeds:
-        return _grpo_stage_per_prompt(
-            policy, pool, steps, prompts_per_step, group_size, weights, gen, path_override, progress
+    if getattr(getattr(policy, "lm", None), "parallel", None) == "fsdp" and prompts_per_step % world.size:
+        raise ValueError(
+            f"prompts_per_step={prompts_per_step} must be a multiple of the number of ranks ({world.size}) with "
+            "parallel=fsdp (every rank makes the same generation calls)"
         )
+    gen = torch.Generator().manual_seed(seed % 2**63)
+    shard = shard_range(prompts_per_step, world.rank, world.size)
+    n_rows = prompts_per_step * group_size
+    curves = StageCurves()
     for _ in range(steps):
+        # Step 1: the step's Q questions (the same draw on every rank)
         idx = torch.randint(len(pool), (prompts_per_step,), generator=gen).tolist()
-        batch = [pool[i] for i in idx]
-        samples = policy.sample(batch, group_size=group_size, seed=int(torch.randint(2**31, (1,), generator=gen)))
-        totals, f1s, paths, valid = [], [], [], []
-        for row, text in enumerate(samples.texts):
-            e = batch[row // group_size]
-            gold = e.path_as_lists()
-            scored = eog_reward(text, e.answers, gold, weights=weights)
-            total = scored.total
-            if path_override is not None and scored.valid:
-                fake = eog_reward(text, e.answers, path_override[e.qid], weights=weights)
-                total = fake.total
-            totals.append(total)
-            f1s.append(scored.f1)
-            paths.append(scored.path)
-            valid.append(float(scored.valid))
-        rewards = torch.tensor(totals, dtype=torch.float64).reshape(prompts_per_step, group_size)
+        step_seed = int(torch.randint(2**31, (1,), generator=gen))
+        # Step 2: G completions each, one stream for the batch or one seed per prompt of this rank's shard
+        if per_prompt_seeds:
+            batch = [pool[idx[q]] for q in shard]
+            seeds = [derive_seed(step_seed, "prompt", q) % 2**31 for q in shard]
+            samples = policy.sample_prompts(batch, group_size=group_size, seeds=seeds)
+        else:
+            batch = [pool[i] for i in idx]
+            samples = policy.sample(batch, group_size=group_size, seed=step_seed)
+        # Step 3: rewards (Q_r, G); step 4: the GRPO update
+        totals, f1s, paths, valid = score_samples(samples, batch, group_size, weights, path_override)
+        rewards = torch.tensor(totals, dtype=torch.float64).reshape(len(batch), group_size)
         policy.grpo_update(samples, rewards)
-        curves.reward.append(float(np.mean(totals)))
-        curves.f1.append(float(np.mean(f1s)))
-        curves.path.append(float(np.mean(paths)))
-        curves.valid.append(float(np.mean(valid)))
-        curves.length.append(float(np.mean(samples.n_tokens)))
-        curves.n_tokens += int(sum(samples.n_tokens))
+        sums = all_reduce_sum([float(np.sum(v)) for v in (totals, f1s, paths, valid, samples.n_tokens)])
+        curves.reward.append(sums[0] / n_rows)
+        curves.f1.append(sums[1] / n_rows)
+        curves.path.append(sums[2] / n_rows)
+        curves.valid.append(sums[3] / n_rows)
+        curves.length.append(sums[4] / n_rows)
+        curves.n_tokens += int(sums[4])
         if progress is not None:
             progress()
     return curves
 
 
-def _score(
-    samples, batch, group_size, weights, path_override
+def score_samples(
+    samples, batch: Sequence[KGQAExample], group_size: int, weights: RewardWeights, path_override
 ) -> tuple[list[float], list[float], list[float], list[float]]:
-    """Step 3: total reward, F1, gold path reward and validity of each sampled row."""
+    """Step 3: total reward, F1, gold path reward and validity of each sampled row (row ``q·G + g`` answers
+    ``batch[q]``); with ``path_override`` the path term of a valid row scores the override path instead."""
     totals, f1s, paths, valid = [], [], [], []
     for row, text in enumerate(samples.texts):
         e = batch[row // group_size]
@@ -198,40 +201,6 @@ def _score(
         paths.append(scored.path)
         valid.append(float(scored.valid))
     return totals, f1s, paths, valid
-
-
-def _grpo_stage_per_prompt(
-    policy, pool, steps, prompts_per_step, group_size, weights, gen, path_override, progress
-) -> StageCurves:
-    """:func:`grpo_stage` with per-prompt seeds, each rank on its shard of the prompts (see ``per_prompt_seeds``)."""
-    world = current_world()
-    if getattr(getattr(policy, "lm", None), "parallel", None) == "fsdp" and prompts_per_step % world.size:
-        raise ValueError(
-            f"prompts_per_step={prompts_per_step} must be a multiple of the number of ranks ({world.size}) with "
-            "parallel=fsdp (every rank makes the same generation calls)"
-        )
-    shard = shard_range(prompts_per_step, world.rank, world.size)
-    n_rows = prompts_per_step * group_size
-    curves = StageCurves()
-    for _ in range(steps):
-        idx = torch.randint(len(pool), (prompts_per_step,), generator=gen).tolist()  # the same on every rank
-        step_seed = int(torch.randint(2**31, (1,), generator=gen))
-        batch = [pool[idx[q]] for q in shard]
-        seeds = [derive_seed(step_seed, "prompt", q) % 2**31 for q in shard]
-        samples = policy.sample_prompts(batch, group_size=group_size, seeds=seeds)
-        totals, f1s, paths, valid = _score(samples, batch, group_size, weights, path_override)
-        rewards = torch.tensor(totals, dtype=torch.float64).reshape(len(batch), group_size)
-        policy.grpo_update(samples, rewards)
-        sums = all_reduce_sum([sum(totals), sum(f1s), sum(paths), sum(valid), float(sum(samples.n_tokens))])
-        curves.reward.append(sums[0] / n_rows)
-        curves.f1.append(sums[1] / n_rows)
-        curves.path.append(sums[2] / n_rows)
-        curves.valid.append(sums[3] / n_rows)
-        curves.length.append(sums[4] / n_rows)
-        curves.n_tokens += int(sums[4])
-        if progress is not None:
-            progress()
-    return curves
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ def token_entropy(logits: Tensor) -> Tensor:
     if logits.ndim < 1 or logits.shape[-1] < 1:
         raise ValueError(f"logits must have a vocabulary dimension, got shape {tuple(logits.shape)}")
     logp = torch.log_softmax(logits.float(), dim=-1)
+    # token entropy of the two-phase analysis (execution vs planning tokens): H_t = −Σ_v π(v) log π(v)
     return -(logp.exp() * logp).sum(dim=-1)
 
 
@@ -73,6 +74,7 @@ def relative_perplexity(mean_nll: Sequence[float]) -> list[float]:
         raise ValueError("mean_nll must hold at least one measurement")
     if not math.isfinite(mean_nll[0]):
         raise ValueError(f"the first mean_nll must be finite, got {mean_nll[0]}")
+    # relative perplexity of the two-phase analysis: exp(nll_k) / exp(nll_0)
     return [math.exp(v - mean_nll[0]) if math.isfinite(v) else math.nan for v in mean_nll]
 
 
@@ -94,4 +96,5 @@ def semantic_entropy(counts: Mapping[str, int] | Sequence[int]) -> float:
     total = sum(values)
     if total == 0:
         return 0.0
+    # semantic entropy of the two-phase analysis: −Σ_k p_k log p_k, p_k = n_k / Σ n over the gram clusters
     return float(-sum((v / total) * math.log(v / total) for v in values if v > 0))

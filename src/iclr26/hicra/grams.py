@@ -15,8 +15,9 @@ Mining (:func:`mine_strategic_grams`), deterministic:
 3. merge paraphrases into clusters: two grams join when one is contained in the other or their word sets have
    Jaccard similarity ``≥ merge_jaccard`` (single linkage); a cluster's document frequency is the share of solutions
    containing any member (the paper's "cluster document frequency");
-4. keep the clusters with ``df ≥ min_doc_frac`` and mean ``wf ≤ max_within`` (high cross-solution, low
-   within-solution frequency), at most ``max_clusters`` of them by ``df``.
+4. keep the clusters with ``min_doc_frac ≤ df ≤ max_doc_frac`` and mean ``wf ≤ max_within`` (high
+   cross-solution, low within-solution frequency), at most ``max_clusters`` of them by ``df``. A cluster in every
+   solution (``df = 1``) is kept by default (``max_doc_frac = 1``): it meets the paper's two criteria.
 
 The mask (:func:`planning_mask`): the decoded text of each token (its *piece*) is concatenated; every occurrence of
 every kept gram is found with word-boundary matching (``\\bw1\\s+w2 ... wn\\b``, case-insensitive; whitespace
@@ -133,6 +134,7 @@ def mine_strategic_grams(
     max_within: float = 2.0,
     merge_jaccard: float = 0.5,
     max_clusters: int = 20,
+    max_doc_frac: float = 1.0,
 ) -> StrategicGrams:
     """Mine Strategic Grams from correct solutions (module docstring, steps 1–4).
 
@@ -144,6 +146,10 @@ def mine_strategic_grams(
         max_within: largest mean within-solution count of a kept cluster (``≥ 1``).
         merge_jaccard: word-set Jaccard similarity at which two grams are paraphrases, in (0, 1].
         max_clusters: most clusters kept (by document frequency).
+        max_doc_frac: largest cluster document frequency kept, in ``[min_doc_frac, 1]``. The default 1 keeps a
+            cluster that occurs in every solution (e.g. a commit move such as "so the answer is"): the paper's
+            filter asks for high cross-solution and low within-solution frequency, which such a cluster meets;
+            a lower value drops the formulaic clusters every solution shares.
 
     Returns:
         :class:`StrategicGrams` (possibly empty when nothing passes the filters).
@@ -159,6 +165,8 @@ def mine_strategic_grams(
         raise ValueError(f"n_min and n_max must satisfy 1 <= n_min <= n_max, got {n_min}, {n_max}")
     if not 0.0 < min_doc_frac <= 1.0:
         raise ValueError(f"min_doc_frac must lie in (0, 1], got {min_doc_frac}")
+    if not min_doc_frac <= max_doc_frac <= 1.0:
+        raise ValueError(f"max_doc_frac must lie in [min_doc_frac={min_doc_frac}, 1], got {max_doc_frac}")
     if max_within < 1.0:
         raise ValueError(f"max_within must be >= 1, got {max_within}")
     if not 0.0 < merge_jaccard <= 1.0:
@@ -196,8 +204,8 @@ def mine_strategic_grams(
             continue
         # occurrences of the cluster in a solution: positions where some member starts, overlaps counted once
         within = float(np.mean([_cluster_occurrences(words, members) for words in containing]))
-        # Step 4: high cross-solution and low within-solution frequency
-        if cluster_df >= min_doc_frac and within <= max_within:
+        # Step 4: high cross-solution and low within-solution frequency (and at most max_doc_frac)
+        if min_doc_frac <= cluster_df <= max_doc_frac and within <= max_within:
             name = max(members, key=lambda m: (df[m], len(m.split()), [-ord(c) for c in m]))
             clusters.append(GramCluster(name, tuple(sorted(members)), cluster_df, within))
     clusters.sort(key=lambda c: (-c.doc_freq, c.name))

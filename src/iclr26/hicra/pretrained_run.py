@@ -19,14 +19,12 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
-from iclr26.common.grpo import group_relative_advantages
+from iclr26.common.distributed import SINGLE, World, all_reduce_sum, shard_range
+from iclr26.common.grpo import group_relative_advantages, per_prompt_seeds
 from iclr26.common.seeding import derive_seed
-from iclr26.hicra.advantages import entropy_mask, hicra_advantages
-from iclr26.hicra.diagnostics import masked_token_mean, semantic_entropy
+from iclr26.hicra.advantages import hicra_advantages
 from iclr26.hicra.grams import (
     StrategicGrams,
-    cluster_counts,
     decoded_pieces,
     mine_strategic_grams,
     placebo_grams,
@@ -34,7 +32,7 @@ from iclr26.hicra.grams import (
     token_coverage,
 )
 from iclr26.hicra.task import Problem, check_answer, make_trace
-from iclr26.hicra.training import ARMS, EVAL_CHUNK, RLCurves, all_gather_counts, gather_rows, prompt_seed
+from iclr26.hicra.training import ARMS, EVAL_CHUNK, RLCurves, StepTensors, amplified_tokens, prompt_seed
 
 INSTRUCTION = "Reach the target with + - or * . Problem: "
 
@@ -109,25 +107,22 @@ def hicra_step(
     width = mask.shape[1]
     pieces = [decoded_pieces(lm.tokenizer.decode, ids) for ids in rollout.completion_ids]
     planning = planning_mask_batch(pieces, grams, width=width) & mask
-    if amplify == "grams":
-        amplified = planning
-    elif amplify == "entropy" and parallel_world(lm).is_distributed:
-        # the top-surprisal tokens of the global batch at its planning coverage; this rank's rows of the selection
-        n_plan, n_real = all_reduce_sum([float(planning.sum()), float(mask.sum())])
-        chosen = entropy_mask(
-            gather_rows(-rollout.logp_old.cpu().float()), gather_rows(mask), fraction=n_plan / max(1.0, n_real)
-        )
-        before = int(all_gather_counts(mask.shape[0])[: parallel_world(lm).rank].sum())
-        amplified = chosen[before : before + mask.shape[0], :width]
-    elif amplify == "entropy":
-        coverage = float(planning.sum()) / max(1, int(mask.sum()))
-        amplified = entropy_mask(-rollout.logp_old.cpu().float(), mask, fraction=coverage)
-    elif isinstance(amplify, StrategicGrams):
-        amplified = planning_mask_batch(pieces, amplify, width=width) & mask
-    elif amplify is None:
-        amplified = torch.zeros_like(mask)
+    if isinstance(amplify, StrategicGrams):
+        arm = "placebo"
+    elif amplify in ("grams", "entropy", None):
+        arm = {"grams": "hicra", "entropy": "entropy", None: "grpo"}[amplify]
     else:
         raise ValueError(f"amplify must be 'grams', 'entropy', a StrategicGrams or None, got {amplify!r}")
+    n_plan, n_real = all_reduce_sum([float(planning.sum()), float(mask.sum())])
+    amplified = amplified_tokens(
+        arm,
+        planning=planning,
+        placebo=planning_mask_batch(pieces, amplify, width=width) & mask if arm == "placebo" else None,
+        entropy=-rollout.logp_old.cpu().float(),  # the sampled token's surprisal stands in for the entropy
+        mask=mask,
+        coverage=n_plan / max(1.0, n_real),
+        world=parallel_world(lm),
+    )
     token_adv = hicra_advantages(adv, amplified, alpha=alpha if amplify is not None else 0.0, mask=mask)
     result = grpo_step(
         lm, optimizer, rollout, advantages=token_adv, clip_eps=clip_eps, micro_batch_size=micro_batch_size
@@ -135,31 +130,27 @@ def hicra_step(
     return HicraStep(rewards, planning, amplified, token_adv, result.loss)
 
 
-def _sharded_accuracy(lm, problems: Sequence[Problem], max_new_tokens: int) -> float:
-    """:func:`_accuracy` in fixed batches of :data:`~iclr26.hicra.training.EVAL_CHUNK` dealt round-robin to the
-    ranks, summed over them (every rank calls it)."""
-    world = current_world()
-    if lm.parallel == "fsdp":  # every forward is collective under FSDP: every rank decodes every batch
-        return sum(
-            _accuracy(lm, problems[s : s + EVAL_CHUNK], max_new_tokens) * len(problems[s : s + EVAL_CHUNK])
-            for s in range(0, len(problems), EVAL_CHUNK)
-        ) / len(problems)
+def accuracy(
+    lm, problems: Sequence[Problem], max_new_tokens: int, *, world: World = SINGLE, chunk: int | None = None
+) -> float:
+    """Greedy accuracy on ``problems``: batches of ``chunk`` (None: one batch) dealt round-robin to the ranks and
+    summed over them; under FSDP every forward is collective, so every rank decodes every batch."""
+    fsdp = lm.parallel == "fsdp"
+    size = chunk or len(problems)
     total = 0.0
-    for c, start in enumerate(range(0, len(problems), EVAL_CHUNK)):
-        if c % world.size == world.rank:
-            chunk = problems[start : start + EVAL_CHUNK]
-            total += _accuracy(lm, chunk, max_new_tokens) * len(chunk)
-    (total,) = all_reduce_sum([total])
+    for c, start in enumerate(range(0, len(problems), size)):
+        if fsdp or c % world.size == world.rank:
+            part = problems[start : start + size]
+            gen = lm.generate(
+                [prompt_text(p) for p in part], max_new_tokens=max_new_tokens, temperature=0.0, chat=False
+            )
+            total += sum(
+                check_answer(p, t, finished=r != "length").reward
+                for p, t, r in zip(part, gen.texts, gen.finish_reasons, strict=True)
+            )
+    if world.is_distributed and not fsdp:
+        (total,) = all_reduce_sum([total])
     return total / len(problems)
-
-
-def _accuracy(lm, problems: Sequence[Problem], max_new_tokens: int) -> float:
-    gen = lm.generate([prompt_text(p) for p in problems], max_new_tokens=max_new_tokens, temperature=0.0, chat=False)
-    rewards = [
-        check_answer(p, t, finished=r != "length").reward
-        for p, t, r in zip(problems, gen.texts, gen.finish_reasons, strict=True)
-    ]
-    return sum(rewards) / len(rewards)
 
 
 @dataclass(frozen=True)
@@ -176,10 +167,10 @@ class PretrainedSFT:
     coverage: dict[str, float]
 
 
-def _load(config):
+def _load(config, device):
     from iclr26.common.pretrained import add_lora, load_pretrained
 
-    lm = load_pretrained(device=config.device)
+    lm = load_pretrained(device=str(device))
     return add_lora(lm, r=config.lora_r, seed=derive_seed(config.seed, "lora") % 2**31)
 
 
@@ -201,15 +192,15 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
     def sft_unit() -> PretrainedSFT:
         from iclr26.common.pretrained import sample_rollout, sft_step
 
-        lm = _load(config)
-        opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.sft_lr)
+        lm = _load(config, ctx.device)
+        opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.pretrained_sft_lr)
         rng = np.random.default_rng(derive_seed(config.seed, "sft"))
         kinds = ("correct", "premature", "slip")
         weights = np.asarray(config.sft_mix) / sum(config.sft_mix)
         losses = []
         lm.model.train()
-        for _ in range(config.sft_steps):
-            batch = [train[int(rng.integers(len(train)))] for _ in range(config.sft_batch)]
+        for _ in range(config.pretrained_sft_steps):
+            batch = [train[int(rng.integers(len(train)))] for _ in range(config.pretrained_sft_batch)]
             traces = [make_trace(p, kinds[int(rng.choice(3, p=weights))], rng) for p in batch]
             losses.append(sft_step(lm, opt, [prompt_text(p) for p in batch], traces, chat=False).loss)
         roll = sample_rollout(
@@ -243,8 +234,8 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
         return PretrainedSFT(
             _adapter_state(lm),
             losses,
-            _accuracy(lm, held_out, config.max_new_tokens),
-            _accuracy(lm, train, config.max_new_tokens),
+            accuracy(lm, held_out, config.max_new_tokens),
+            accuracy(lm, train, config.max_new_tokens),
             len(correct) / len(train),
             grams,
             placebo,
@@ -254,48 +245,14 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
     sft = ctx.unit("sft", sft_unit)
 
     def arm_unit(arm: str, i: int) -> RLCurves:
-        from iclr26.common.grpo import per_prompt_seeds
-        from iclr26.common.pretrained import distribute, sample_rollout
+        from iclr26.common.pretrained import distribute
 
-        lm = _load(config)
+        lm = _load(config, ctx.device)
         _set_adapter(lm, sft.adapter)
-        if per_prompt_seeds(config.rollout_seeds, ctx.world):
+        per_prompt = per_prompt_seeds(config.rollout_seeds, ctx.world)
+        if per_prompt:
             distribute(lm, mode=config.parallel)  # no-op in one process
-            return _arm_per_prompt(config, lm, arm, i, sft, train, held_out)
-        opt, gen, amplify = _arm_start(config, lm, arm, i, sft)
-        curves = RLCurves(arm=arm)
-        for step in range(config.rl_steps + 1):
-            if step % config.eval_every == 0 or step == config.rl_steps:
-                curves.eval_step.append(step)
-                curves.held_out_acc.append(_accuracy(lm, held_out, config.max_new_tokens))
-            if step == config.rl_steps:
-                break
-            idx = torch.randint(len(train), (config.prompts_per_step,), generator=gen).tolist()
-            problems = [train[j] for j in idx]
-            rollout = sample_rollout(
-                lm,
-                [prompt_text(p) for p in problems],
-                group_size=config.group_size,
-                max_new_tokens=config.max_new_tokens,
-                chat=False,
-                seed=int(torch.randint(2**31, (1,), generator=gen)),
-            )
-            out = hicra_step(
-                lm, opt, rollout, problems, sft.grams, alpha=config.alpha, amplify=amplify, clip_eps=config.clip_eps
-            )
-            mask = rollout.mask.cpu()
-            surprisal = -rollout.logp_old.cpu().float()
-            execution = mask & ~out.planning
-            curves.reward.append(float(out.rewards.mean()))
-            curves.exec_entropy.append(masked_token_mean(surprisal, execution))
-            curves.plan_entropy.append(masked_token_mean(surprisal, out.planning))
-            curves.exec_nll.append(masked_token_mean(surprisal, execution))
-            curves.semantic_entropy.append(semantic_entropy(cluster_counts(rollout.texts, sft.grams)))
-            curves.length.append(float(mask.sum(dim=1).float().mean()))
-            curves.planning_coverage.append(float(out.planning.sum()) / max(1, int(mask.sum())))
-            curves.amplified_coverage.append(float(out.amplified.sum()) / max(1, int(mask.sum())))
-            curves.n_tokens += int(mask.sum())
-        return curves
+        return train_arm(config, lm, arm, i, sft, train, held_out, world=ctx.world, per_prompt=per_prompt)
 
     runs = {
         arm: [ctx.unit(f"rl-{arm}-seed{i}", lambda a=arm, i=i: arm_unit(a, i)) for i in range(config.n_seeds)]
@@ -306,7 +263,7 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
 
 def _arm_start(config, lm, arm: str, i: int, sft: PretrainedSFT) -> tuple:
     """An RL arm's optimiser over the adapters, its step generator (seed i's "rl" stream) and what it amplifies."""
-    opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.rl_lr)
+    opt = torch.optim.AdamW([p for p in lm.model.parameters() if p.requires_grad], lr=config.pretrained_rl_lr)
     gen = torch.Generator().manual_seed(derive_seed(config.seed, "rl", i) % 2**63)
     amplify: StrategicGrams | str | None = {
         "grpo": None,
@@ -317,18 +274,18 @@ def _arm_start(config, lm, arm: str, i: int, sft: PretrainedSFT) -> tuple:
     return opt, gen, amplify
 
 
-def _arm_per_prompt(config, lm, arm: str, i: int, sft: PretrainedSFT, train, held_out) -> RLCurves:
-    """One arm's RL with per-prompt seeds, data parallel under torchrun (each rank on its shard of the prompts).
+def train_arm(
+    config, lm, arm: str, i: int, sft: PretrainedSFT, train, held_out, *, world: World = SINGLE, per_prompt: bool
+) -> RLCurves:
+    """One arm's RL on the pretrained LM (the tiny LM's :func:`~iclr26.hicra.training.train_rl`, step for step).
 
-    As :func:`iclr26.hicra.training.train_rl_sharded` for the tiny LM: the step's ``Q`` problems and step seed are
-    drawn alike on every rank, each rank samples its shard's prompts with
-    :func:`~iclr26.hicra.training.prompt_seed` seeds (``sample_rollout(prompt_seeds=...)``), the GRPO step is the
-    data-parallel :func:`~iclr26.common.pretrained.grpo_step` (DDP or FSDP, ``config.parallel``), and the curves
-    are sums over the ranks.
+    One sampling stream per step (``per_prompt=False``, one process), or per-prompt seeds
+    (:func:`~iclr26.hicra.training.prompt_seed`, ``sample_rollout(prompt_seeds=...)``) with each rank on its shard
+    of the prompts; the GRPO step is the data-parallel :func:`~iclr26.common.pretrained.grpo_step` (DDP or FSDP,
+    ``config.parallel``), and the curves are sums over the ranks.
     """
     from iclr26.common.pretrained import sample_rollout
 
-    world = current_world()
     Q, G = config.prompts_per_step, config.group_size
     if Q < world.size or (lm.parallel == "fsdp" and Q % world.size):
         raise ValueError(
@@ -338,53 +295,32 @@ def _arm_per_prompt(config, lm, arm: str, i: int, sft: PretrainedSFT, train, hel
     shard = shard_range(Q, world.rank, world.size)
     opt, gen, amplify = _arm_start(config, lm, arm, i, sft)
     curves = RLCurves(arm=arm)
+    chunk = EVAL_CHUNK if per_prompt else None
     for step in range(config.rl_steps + 1):
         if step % config.eval_every == 0 or step == config.rl_steps:
             curves.eval_step.append(step)
-            curves.held_out_acc.append(_sharded_accuracy(lm, held_out, config.max_new_tokens))
+            curves.held_out_acc.append(accuracy(lm, held_out, config.max_new_tokens, world=world, chunk=chunk))
         if step == config.rl_steps:
             break
         idx = torch.randint(len(train), (Q,), generator=gen).tolist()
-        step_seed = int(torch.randint(2**62, (1,), generator=gen))
-        problems = [train[idx[q]] for q in shard]
-        rollout = sample_rollout(
-            lm,
-            [prompt_text(p) for p in problems],
-            group_size=G,
-            max_new_tokens=config.max_new_tokens,
-            chat=False,
-            prompt_seeds=[prompt_seed(step_seed, q) % 2**31 for q in shard],
-        )
+        if per_prompt:
+            step_seed = int(torch.randint(2**62, (1,), generator=gen))
+            problems = [train[idx[q]] for q in shard]
+            seeds: dict = {"prompt_seeds": [prompt_seed(step_seed, q) % 2**31 for q in shard]}
+        else:
+            problems = [train[j] for j in idx]
+            seeds = {"seed": int(torch.randint(2**31, (1,), generator=gen))}
+        prompts = [prompt_text(p) for p in problems]
+        rollout = sample_rollout(lm, prompts, group_size=G, max_new_tokens=config.max_new_tokens, chat=False, **seeds)
         out = hicra_step(
             lm, opt, rollout, problems, sft.grams, alpha=config.alpha, amplify=amplify, clip_eps=config.clip_eps
         )
-        mask = rollout.mask.cpu()
-        surprisal = -rollout.logp_old.cpu().float()
-        execution = mask & ~out.planning
-        counts = cluster_counts(rollout.texts, sft.grams)
-        sums = all_reduce_sum(
-            [
-                float(out.rewards.double().sum()),
-                float(surprisal.double()[execution].sum()),
-                float(execution.sum()),
-                float(surprisal.double()[out.planning].sum()),
-                float(out.planning.sum()),
-                float(mask.sum()),
-                float(out.amplified.sum()),
-                *counts.values(),
-            ]
+        surprisal = -rollout.logp_old.cpu().float()  # stands in for the entropy (module docstring, Deviations)
+        tensors = StepTensors(
+            out.rewards, surprisal, surprisal, rollout.mask.cpu(), out.planning, out.amplified, list(rollout.texts)
         )
-        r_sum, e_sum, e_n, p_sum, p_n, n_real, amp_n = sums[:7]
-        curves.reward.append(r_sum / (Q * G))
-        curves.exec_entropy.append(e_sum / e_n if e_n else float("nan"))
-        curves.plan_entropy.append(p_sum / p_n if p_n else float("nan"))
-        curves.exec_nll.append(e_sum / e_n if e_n else float("nan"))
-        curves.semantic_entropy.append(semantic_entropy([round(v) for v in sums[7:]]))
-        curves.length.append(n_real / (Q * G))
-        curves.planning_coverage.append(p_n / max(1.0, n_real))
-        curves.amplified_coverage.append(amp_n / max(1.0, n_real))
-        curves.n_tokens += int(n_real)
+        curves.add_step(tensors, sft.grams, n_rows=Q * G, world=world)
     return curves
 
 
-__all__ = ["HicraStep", "hicra_step", "prompt_text", "run_pretrained"]
+__all__ = ["HicraStep", "accuracy", "hicra_step", "prompt_text", "run_pretrained", "train_arm"]

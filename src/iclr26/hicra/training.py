@@ -15,8 +15,11 @@ One RL step of every arm (the arms differ only in step 5's mask):
 7. diagnostics on the mined planning mask: execution/planning token entropy, execution-token NLL, semantic entropy of
    the completions' Strategic Grams; every ``eval_every`` steps, greedy accuracy on the held-out problems.
 
-Data parallel (``torchrun``): :func:`train_rl_sharded`, the same steps with per-prompt sampling seeds, each rank on
-its shard of the prompts.
+Data parallel (``torchrun``): the same step with per-prompt sampling seeds (``per_prompt_seeds=True``): every rank
+draws the step's ``Q`` problems and a step seed alike, keeps its contiguous shard of the prompts and samples each
+prompt's ``G`` completions from a seed of its own (:func:`prompt_seed`), so a prompt's completions do not depend on
+the number of ranks; what needs the whole batch (the planning coverage, the entropy arm's selection, the step-7
+diagnostics) is reduced over the ranks, and the loss is weighted so that the averaged gradient is the whole batch's.
 
 Glossary: ``B`` sequences, ``L`` sequence length (prompt + completion), ``T`` completion tokens, ``V`` vocabulary,
 ``Q`` prompts per step, ``G`` samples per prompt.
@@ -34,12 +37,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from iclr26.common.distributed import all_reduce_sum, current_world, shard_range
+from iclr26.common.distributed import SINGLE, World, all_gather_object, all_reduce_sum, data_parallel, shard_range
 from iclr26.common.grpo import group_relative_advantages, grpo_loss
 from iclr26.common.seeding import derive_seed
-from iclr26.common.tinylm import TinyLM, TinyLMConfig, apply_rope, rope_tables
+from iclr26.common.tinylm import TinyLM, TinyLMConfig
 from iclr26.hicra.advantages import entropy_mask, hicra_advantages
-from iclr26.hicra.diagnostics import masked_token_mean, semantic_entropy, token_entropy
+from iclr26.hicra.diagnostics import semantic_entropy, token_entropy
 from iclr26.hicra.grams import StrategicGrams, cluster_counts, planning_mask_batch
 from iclr26.hicra.task import Problem, Vocab, check_answer, make_trace
 
@@ -58,8 +61,9 @@ class ModelSpec:
     context_len: int
 
 
-def build_policy(spec: ModelSpec, vocab: Vocab) -> TinyLM:
-    """A fresh tiny LM over the task vocabulary (weights from torch's global generator)."""
+def build_policy(spec: ModelSpec, vocab: Vocab, device: torch.device | str = "cpu") -> TinyLM:
+    """A fresh tiny LM over the task vocabulary on ``device`` (weights drawn on the CPU from torch's global
+    generator, so they do not depend on the device)."""
     return TinyLM(
         TinyLMConfig(
             vocab_size=len(vocab),
@@ -69,7 +73,7 @@ def build_policy(spec: ModelSpec, vocab: Vocab) -> TinyLM:
             n_heads=spec.n_heads,
             d_ff=spec.d_ff,
         )
-    )
+    ).to(device)
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,6 @@ def encode_prompts(problems: Sequence[Problem], vocab: Vocab) -> list[list[int]]
     return [[Vocab.BOS, *vocab.encode(p.prompt)] for p in problems]
 
 
-@torch.no_grad()
 def generate(
     model: TinyLM,
     prompts: Sequence[Sequence[int]],
@@ -111,83 +114,28 @@ def generate(
     temperature: float,
     generator: torch.Generator | None = None,
 ) -> Samples:
-    """Sample (``temperature > 0``) or greedily decode (``0``) a completion per prompt, batched, with a KV cache.
-
-    Prompts are left-padded; padded keys are masked out, and RoPE depends only on relative positions, so each row's
-    logits equal those of the unpadded sequence (up to float rounding). The model's own modules are used step by
-    step (``tok_emb``, each block's ``ln1``/``attn``/``ln2``/``ffn``, ``ln_f``, ``head``).
+    """Sample (``temperature > 0``) or greedily decode (``0``) a completion per prompt, batched, with a KV cache
+    (:meth:`~iclr26.common.tinylm.TinyLM.generate`), as :class:`Samples` on the model's device.
 
     Raises:
-        ValueError: if the model uses learned positions (only RoPE is cached here) or the length exceeds its context.
+        ValueError: if the model uses learned positions (only RoPE is cached) or the length exceeds its context.
     """
-    cfg = model.config
-    if cfg.positional != "rope":
-        raise ValueError("generate caches keys for RoPE models only; build the policy with positional='rope'")
-    B = len(prompts)
-    plen = torch.tensor([len(p) for p in prompts])
-    P = int(plen.max())
-    S = P + max_new_tokens
-    if S > cfg.context_len:
-        raise ValueError(f"prompt + max_new_tokens = {S} exceeds the model's context_len={cfg.context_len}")
-    H, D = cfg.n_heads, cfg.d_model
-    buf = torch.full((B, P), Vocab.PAD, dtype=torch.long)
-    valid = torch.zeros(B, S, dtype=torch.bool)  # (B, S): real (non-padding) key positions
-    for i, p in enumerate(prompts):
-        buf[i, P - len(p) :] = torch.tensor(p)
-        valid[i, P - len(p) : P] = True
-    cos, sin = rope_tables(S, D // H, cfg.rope_base)
-    keys = torch.zeros(len(model.blocks), B, H, S, D // H)
-    values = torch.zeros_like(keys)
-
-    def run(ids: Tensor, start: int) -> Tensor:
-        n = ids.shape[1]
-        x = model.tok_emb(ids)  # (B, n, D)
-        q_pos = torch.arange(start, start + n)
-        k_pos = torch.arange(start + n)
-        # causal, real keys only, and each position sees itself (a padded query never has an empty row)
-        allowed = (k_pos[None, :] <= q_pos[:, None])[None, None] & valid[:, None, None, : start + n]
-        allowed = allowed | (k_pos[None, :] == q_pos[:, None])[None, None]  # (B, 1, n, start + n)
-        for layer, block in enumerate(model.blocks):
-            q, k, v = block.attn.qkv(block.ln1(x)).split(D, dim=-1)
-            q, k, v = (t.view(B, n, H, D // H).transpose(1, 2) for t in (q, k, v))  # (B, H, n, Dh)
-            q = apply_rope(q, cos[start : start + n], sin[start : start + n])
-            keys[layer, :, :, start : start + n] = apply_rope(k, cos[start : start + n], sin[start : start + n])
-            values[layer, :, :, start : start + n] = v
-            y = F.scaled_dot_product_attention(
-                q, keys[layer, :, :, : start + n], values[layer, :, :, : start + n], attn_mask=allowed
-            )  # (B, H, n, Dh)
-            x = x + block.attn.proj(y.transpose(1, 2).reshape(B, n, D))
-            x = x + block.ffn(block.ln2(x))
-        return model.head(model.ln_f(x[:, -1]))  # (B, V): next-token logits
-
-    was_training = model.training
-    model.eval()
-    logits = run(buf, 0)
-    out = torch.full((B, max_new_tokens), Vocab.PAD, dtype=torch.long)
-    done = torch.zeros(B, dtype=torch.bool)
-    clen = torch.zeros(B, dtype=torch.long)
-    for step in range(max_new_tokens):
-        if temperature > 0:
-            probs = torch.softmax(logits.float() / temperature, dim=-1)
-            nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
-        else:
-            nxt = logits.argmax(dim=-1)
-        nxt = torch.where(done, Vocab.PAD, nxt)
-        out[:, step] = nxt
-        clen += (~done).long()
-        done = done | (nxt == Vocab.EOS)
-        if bool(done.all()) or step == max_new_tokens - 1:
-            break
-        valid[:, P + step] = True
-        logits = run(nxt[:, None], P + step)
-    model.train(was_training)
-    width = int((plen + clen).max())
-    seq = torch.full((B, width), Vocab.PAD, dtype=torch.long)
-    for i, p in enumerate(prompts):
-        seq[i, : len(p)] = torch.tensor(p)
-        seq[i, len(p) : len(p) + int(clen[i])] = out[i, : int(clen[i])]
-    texts = [vocab.decode(out[i, : int(clen[i])].tolist()) for i in range(B)]
-    return Samples(seq, plen, clen, done.clone(), texts)
+    out = model.generate(
+        prompts,
+        max_new_tokens=max_new_tokens,
+        eos_id=Vocab.EOS,
+        pad_id=Vocab.PAD,
+        temperature=temperature,
+        generator=generator,
+    )
+    device = out.tokens.device
+    plen = torch.tensor([len(p) for p in prompts], device=device)
+    width = int((plen + out.lengths).max())
+    seq = torch.full((len(prompts), width), Vocab.PAD, dtype=torch.long, device=device)
+    rows = out.rows()
+    for i, (p, completion) in enumerate(zip(prompts, rows, strict=True)):
+        seq[i, : len(p) + len(completion)] = torch.tensor([*p, *completion], device=device)
+    return Samples(seq, plen, out.lengths, out.finished, [vocab.decode(c) for c in rows])
 
 
 def completion_logits(model: TinyLM, samples: Samples) -> tuple[Tensor, Tensor, Tensor]:
@@ -199,12 +147,14 @@ def completion_logits(model: TinyLM, samples: Samples) -> tuple[Tensor, Tensor, 
     """
     seq = samples.sequences
     T = int(samples.completion_len.max())
+    steps = torch.arange(T, device=seq.device)
+    rows = torch.arange(seq.shape[0], device=seq.device)[:, None]
     out = model(seq[:, :-1] if seq.shape[1] > 1 else seq).logits  # (B, L−1, V)
-    pos = samples.prompt_len[:, None] + torch.arange(T)[None, :] - 1  # (B, T)
-    mask = torch.arange(T)[None, :] < samples.completion_len[:, None]  # (B, T)
+    pos = samples.prompt_len[:, None] + steps[None, :] - 1  # (B, T)
+    mask = steps[None, :] < samples.completion_len[:, None]  # (B, T)
     pos = pos.clamp(max=out.shape[1] - 1)
-    logits = out[torch.arange(seq.shape[0])[:, None], pos]  # (B, T, V)
-    targets = seq[torch.arange(seq.shape[0])[:, None], (pos + 1).clamp(max=seq.shape[1] - 1)]  # (B, T)
+    logits = out[rows, pos]  # (B, T, V)
+    targets = seq[rows, (pos + 1).clamp(max=seq.shape[1] - 1)]  # (B, T)
     logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, targets[..., None]).squeeze(-1)
     return logits, logp, mask
 
@@ -256,10 +206,11 @@ def train_sft(
     """SFT the policy on mixed-quality traces of ``problems``; returns the loss per step."""
     rng = np.random.default_rng(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.0)
+    device = model.tok_emb.weight.device
     losses = []
     model.train()
     for step in range(settings.steps):
-        x, y = sft_batch(problems, vocab, rng, settings.batch_size, settings.mix)
+        x, y = (t.to(device) for t in sft_batch(problems, vocab, rng, settings.batch_size, settings.mix))
         logits = model(x).logits
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
         opt.zero_grad(set_to_none=True)
@@ -272,14 +223,45 @@ def train_sft(
     return losses
 
 
-def accuracy(model: TinyLM, problems: Sequence[Problem], vocab: Vocab, *, max_new_tokens: int) -> float:
-    """Greedy accuracy on ``problems`` (the held-out measure)."""
-    samples = generate(model, encode_prompts(problems, vocab), vocab, max_new_tokens=max_new_tokens, temperature=0.0)
-    rewards = [
-        check_answer(p, t, finished=bool(f)).reward
-        for p, t, f in zip(problems, samples.texts, samples.finished, strict=True)
-    ]
-    return float(np.mean(rewards))
+#: Held-out problems per greedy-evaluation batch under per-prompt seeds (fixed, so that a batch's decoding does not
+#: depend on the number of ranks).
+EVAL_CHUNK = 16
+
+
+def accuracy(
+    model: TinyLM,
+    problems: Sequence[Problem],
+    vocab: Vocab,
+    *,
+    max_new_tokens: int,
+    world: World = SINGLE,
+    chunk: int | None = None,
+) -> float:
+    """Greedy accuracy on ``problems`` (the held-out measure).
+
+    Args:
+        model: the policy.
+        problems: the problems scored.
+        vocab: the task vocabulary.
+        max_new_tokens: completion cap.
+        world: the ranks; batch ``c`` is decoded by rank ``c mod size`` and the rewards are summed over the ranks
+            (every rank must call it).
+        chunk: problems per decoding batch (None: one batch of all of them).
+    """
+    size = chunk or len(problems)
+    total = 0.0
+    for c, start in enumerate(range(0, len(problems), size)):
+        if c % world.size != world.rank:
+            continue
+        part = problems[start : start + size]
+        samples = generate(model, encode_prompts(part, vocab), vocab, max_new_tokens=max_new_tokens, temperature=0.0)
+        total += sum(
+            check_answer(p, t, finished=bool(f)).reward
+            for p, t, f in zip(part, samples.texts, samples.finished.tolist(), strict=True)
+        )
+    if world.is_distributed:
+        (total,) = all_reduce_sum([total])
+    return total / len(problems)
 
 
 # ------------------------------------------------------------------------------------------------ RL
@@ -338,6 +320,204 @@ class RLCurves:
     amplified_coverage: list[float] = field(default_factory=list)
     n_tokens: int = 0
 
+    def add_step(self, step: StepTensors, grams: StrategicGrams, *, n_rows: int, world: World = SINGLE) -> None:
+        """Append step 7's diagnostics of one step, as sums and counts reduced over the ranks (``n_rows = Q·G``, the
+        global batch)."""
+        execution = step.mask & ~step.planning
+        counts = cluster_counts(step.texts, grams)
+        sums = all_reduce_sum(
+            [
+                float(step.rewards.double().sum()),
+                float(step.entropy.double()[execution].sum()),
+                float(execution.sum()),
+                float(step.entropy.double()[step.planning].sum()),
+                float(step.planning.sum()),
+                float(step.nll.double()[execution].sum()),
+                float(step.mask.sum()),
+                float(step.amplified.sum()),
+                *counts.values(),
+            ]
+        )
+        r_sum, e_sum, e_n, p_sum, p_n, nll_sum, n_real, amp_n = sums[:8]
+        self.reward.append(r_sum / n_rows)
+        self.exec_entropy.append(e_sum / e_n if e_n else math.nan)
+        self.plan_entropy.append(p_sum / p_n if p_n else math.nan)
+        self.exec_nll.append(nll_sum / e_n if e_n else math.nan)
+        self.semantic_entropy.append(semantic_entropy([round(v) for v in sums[8:]]))
+        self.length.append(n_real / n_rows)  # the mask holds each completion's tokens, <eos> included
+        self.planning_coverage.append(p_n / max(1.0, n_real))
+        self.amplified_coverage.append(amp_n / max(1.0, n_real))
+        self.n_tokens += int(n_real)
+
+
+@dataclass(frozen=True)
+class StepTensors:
+    """One step's per-token tensors on this rank's rows, for the diagnostics (:meth:`RLCurves.add_step`).
+
+    Attributes:
+        rewards: ``(Q_r, G)`` rewards.
+        entropy: ``(B_r, T)`` policy entropy (or a stand-in such as the surprisal) at the completion tokens.
+        nll: ``(B_r, T)`` −log-prob of the sampled tokens.
+        mask: ``(B_r, T)`` bool, real completion tokens.
+        planning: ``(B_r, T)`` bool, the mined planning mask.
+        amplified: ``(B_r, T)`` bool, the tokens the arm amplified.
+        texts: the ``B_r`` completions.
+    """
+
+    rewards: Tensor
+    entropy: Tensor
+    nll: Tensor
+    mask: Tensor
+    planning: Tensor
+    amplified: Tensor
+    texts: list[str]
+
+
+def prompt_seed(step_seed: int, q: int) -> int:
+    """The sampling seed of prompt ``q`` (its index in the step's global batch) from the step's seed."""
+    return derive_seed(step_seed, "prompt", q) % 2**63
+
+
+def gather_rows(tensor: Tensor, world: World) -> Tensor:
+    """This rank's ``(B_r, T_r)`` rows and the other ranks' in rank order, padded to the widest (one process:
+    ``tensor`` itself)."""
+    if not world.is_distributed:
+        return tensor
+    parts = all_gather_object(tensor.cpu(), world)
+    width = max(p.shape[1] for p in parts)
+    return torch.cat([F.pad(p, (0, width - p.shape[1])) for p in parts], dim=0).to(tensor.device)
+
+
+def rows_before(n: int, world: World) -> int:
+    """How many rows the ranks before this one hold, each holding its ``n`` (0 in one process)."""
+    return sum(all_gather_object(n, world)[: world.rank])
+
+
+def amplified_tokens(
+    arm: Arm,
+    *,
+    planning: Tensor,
+    placebo: Tensor | None,
+    entropy: Tensor,
+    mask: Tensor,
+    coverage: float,
+    world: World = SINGLE,
+) -> Tensor:
+    """Step 5: the tokens an arm amplifies, ``(B_r, T)`` bool.
+
+    ``hicra``: the mined planning tokens; ``placebo``: the placebo grams' tokens; ``entropy``: the top-entropy tokens
+    of the global batch at the planning mask's ``coverage`` (this rank's rows of that selection); ``grpo``: none.
+    """
+    if arm == "hicra":
+        return planning
+    if arm == "placebo":
+        if placebo is None:
+            raise ValueError("the placebo arm needs the placebo grams' mask")
+        return placebo
+    if arm == "entropy":
+        chosen = entropy_mask(gather_rows(entropy, world), gather_rows(mask, world), fraction=coverage)
+        before = rows_before(mask.shape[0], world)
+        return chosen[before : before + mask.shape[0], : mask.shape[1]]
+    return torch.zeros_like(mask)
+
+
+def sample_step(
+    model: TinyLM,
+    train: Sequence[Problem],
+    vocab: Vocab,
+    settings: RLSettings,
+    gen: torch.Generator,
+    *,
+    per_prompt_seeds: bool,
+    world: World = SINGLE,
+) -> tuple[list[Problem], Samples]:
+    """Step 1: draw the step's ``Q`` problems from ``gen`` and sample ``G`` completions each at temperature 1.
+
+    One stream (``per_prompt_seeds=False``, one process only): the whole batch from ``gen``. Per-prompt seeds: a step
+    seed from ``gen``, then each prompt ``q`` of this rank's shard in a batch of its own from
+    ``torch.Generator(prompt_seed(step seed, q))``.
+
+    Returns:
+        ``(problems, samples)``: one problem per row of this rank's rows.
+    """
+    Q, G = settings.prompts_per_step, settings.group_size
+    idx = torch.randint(len(train), (Q,), generator=gen).tolist()
+    if not per_prompt_seeds:
+        problems = [train[i] for i in idx for _ in range(G)]
+        prompts = encode_prompts(problems, vocab)
+        return problems, generate(
+            model, prompts, vocab, max_new_tokens=settings.max_new_tokens, temperature=1.0, generator=gen
+        )
+    step_seed = int(torch.randint(2**62, (1,), generator=gen))
+    shard = shard_range(Q, world.rank, world.size)
+    parts = [
+        generate(
+            model,
+            encode_prompts([train[idx[q]]] * G, vocab),
+            vocab,
+            max_new_tokens=settings.max_new_tokens,
+            temperature=1.0,
+            generator=torch.Generator().manual_seed(prompt_seed(step_seed, q)),
+        )
+        for q in shard
+    ]
+    return [train[idx[q]] for q in shard for _ in range(G)], concat_samples(parts)
+
+
+def rl_step(
+    net: nn.Module,
+    opt: torch.optim.Optimizer,
+    arm: Arm,
+    problems: Sequence[Problem],
+    samples: Samples,
+    vocab: Vocab,
+    grams: StrategicGrams,
+    placebo: StrategicGrams,
+    settings: RLSettings,
+    *,
+    world: World = SINGLE,
+) -> StepTensors:
+    """Steps 2–6 of one arm on this rank's rows (module docstring); ``net`` is the policy or its data-parallel
+    wrapper. Returns the tensors of step 7's diagnostics."""
+    Q, G = settings.prompts_per_step, settings.group_size
+    # Step 2: rewards (Q_r, G)
+    rewards = torch.tensor(
+        [
+            check_answer(p, t, finished=bool(f)).reward
+            for p, t, f in zip(problems, samples.texts, samples.finished.tolist(), strict=True)
+        ]
+    ).reshape(-1, G)
+    # Step 3: Â = R − mean_group(R), one per completion (the paper's Â, no std division)
+    adv = group_relative_advantages(rewards, scale="none").reshape(-1).to(samples.sequences.device)  # (B_r,)
+    # Step 4: log-probs and entropies of the completion tokens
+    logits, logp, mask = completion_logits(net, samples)  # (B_r, T, V), (B_r, T), (B_r, T)
+    entropy = token_entropy(logits.detach())  # (B_r, T)
+    pieces = [vocab.piece_list(samples.completion_ids(i)) for i in range(len(problems))]
+    planning = planning_mask_batch(pieces, grams, width=mask.shape[1]).to(mask.device) & mask  # (B_r, T)
+    n_plan, n_real = all_reduce_sum([float(planning.sum()), float(mask.sum())])
+    # Step 5: the arm's amplified tokens
+    placebo_mask = None
+    if arm == "placebo":
+        placebo_mask = planning_mask_batch(pieces, placebo, width=mask.shape[1]).to(mask.device) & mask
+    amplified = amplified_tokens(
+        arm,
+        planning=planning,
+        placebo=placebo_mask,
+        entropy=entropy,
+        mask=mask,
+        coverage=n_plan / max(1.0, n_real),
+        world=world,
+    )
+    # Step 6 (§3, the HICRA advantage): Â' = Â + α|Â| on the amplified tokens; one clipped-surrogate step whose
+    # gradient, averaged over the ranks, is the global batch's sequence mean (each rank's mean weighted by its share)
+    token_adv = hicra_advantages(adv, amplified, alpha=settings.alpha if arm != "grpo" else 0.0, mask=mask)
+    loss = grpo_loss(logp, logp.detach(), token_adv, mask=mask, clip_eps=settings.clip_eps).loss
+    opt.zero_grad(set_to_none=True)
+    (loss * (world.size * len(problems) / (Q * G))).backward()
+    nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+    opt.step()
+    return StepTensors(rewards, entropy, -logp.detach(), mask, planning, amplified, samples.texts)
+
 
 def train_rl(
     model: TinyLM,
@@ -350,74 +530,53 @@ def train_rl(
     settings: RLSettings,
     *,
     seed: int,
+    per_prompt_seeds: bool = False,
+    world: World = SINGLE,
+    device: torch.device | None = None,
     progress=None,
 ) -> RLCurves:
-    """Run one arm's RL from the SFT policy in ``model`` (module docstring, steps 1–7)."""
+    """Run one arm's RL from the SFT policy in ``model`` (module docstring, steps 1–7).
+
+    Args:
+        model: the SFT policy (updated in place), on ``device``.
+        arm: one of :data:`ARMS`.
+        train, held_out: the RL problems and the held-out ones.
+        vocab: the task vocabulary.
+        grams, placebo: the mined Strategic Grams and the placebo set.
+        settings: steps, batch and optimiser settings shared by every arm.
+        seed: the prompt draws and sampling stream (the same for every arm of a seed: paired arms).
+        per_prompt_seeds: sample each prompt's group from a seed of its own (:func:`sample_step`), and evaluate in
+            fixed batches of :data:`EVAL_CHUNK`; required under torchrun.
+        world: the ranks (``ctx.world``); each takes its contiguous shard of the prompts.
+        device: the model's device, for the data-parallel wrapper.
+        progress: a progress bar (``update(1)`` per step).
+
+    Raises:
+        ValueError: for an unknown arm, one sampling stream on several ranks, or fewer prompts per step than ranks.
+    """
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
-    gen = torch.Generator().manual_seed(seed)  # same prompt draws for every arm of a seed
+    if world.is_distributed and not per_prompt_seeds:
+        raise ValueError("under torchrun train_rl needs per_prompt_seeds=True (one stream cannot be sharded)")
+    if settings.prompts_per_step < world.size:
+        raise ValueError(f"prompts_per_step={settings.prompts_per_step} must be >= the number of ranks ({world.size})")
+    gen = torch.Generator().manual_seed(seed)  # the same on every rank: one global batch, sharded
+    net = data_parallel(model, world, device=device)
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.0)
     curves = RLCurves(arm=arm)
-    Q, G = settings.prompts_per_step, settings.group_size
+    chunk = EVAL_CHUNK if per_prompt_seeds else None
     for step in range(settings.steps + 1):
         if step % settings.eval_every == 0 or step == settings.steps:
             curves.eval_step.append(step)
-            curves.held_out_acc.append(accuracy(model, held_out, vocab, max_new_tokens=settings.max_new_tokens))
+            acc = accuracy(model, held_out, vocab, max_new_tokens=settings.max_new_tokens, world=world, chunk=chunk)
+            curves.held_out_acc.append(acc)
         if step == settings.steps:
             break
-        # Step 1: Q problems × G samples
-        idx = torch.randint(len(train), (Q,), generator=gen).tolist()
-        problems = [train[i] for i in idx for _ in range(G)]
-        samples = generate(
-            model,
-            encode_prompts(problems, vocab),
-            vocab,
-            max_new_tokens=settings.max_new_tokens,
-            temperature=1.0,
-            generator=gen,
+        problems, samples = sample_step(
+            model, train, vocab, settings, gen, per_prompt_seeds=per_prompt_seeds, world=world
         )
-        # Step 2: rewards (Q, G)
-        rewards = torch.tensor(
-            [
-                check_answer(p, t, finished=bool(f)).reward
-                for p, t, f in zip(problems, samples.texts, samples.finished, strict=True)
-            ]
-        ).reshape(Q, G)
-        # Step 3: Â = R − mean_group(R), one per completion
-        adv = group_relative_advantages(rewards, scale="none").reshape(-1)  # (B,)
-        # Step 4: log-probs and entropies of the completion tokens
-        logits, logp, mask = completion_logits(model, samples)  # (B, T, V), (B, T), (B, T)
-        entropy = token_entropy(logits.detach())  # (B, T)
-        pieces = [vocab.piece_list(samples.completion_ids(i)) for i in range(len(problems))]
-        planning = planning_mask_batch(pieces, grams, width=mask.shape[1]) & mask  # (B, T)
-        # Step 5: the arm's amplified tokens
-        coverage = float(planning.sum()) / max(1, int(mask.sum()))
-        if arm == "hicra":
-            amplified = planning
-        elif arm == "placebo":
-            amplified = planning_mask_batch(pieces, placebo, width=mask.shape[1]) & mask
-        elif arm == "entropy":
-            amplified = entropy_mask(entropy, mask, fraction=coverage)
-        else:
-            amplified = torch.zeros_like(mask)
-        # Step 6: Â' = Â + α|Â| on the amplified tokens; one clipped-surrogate step
-        token_adv = hicra_advantages(adv, amplified, alpha=settings.alpha if arm != "grpo" else 0.0, mask=mask)
-        loss = grpo_loss(logp, logp.detach(), token_adv, mask=mask, clip_eps=settings.clip_eps).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        # Step 7: diagnostics on the mined planning mask
-        execution = mask & ~planning
-        curves.reward.append(float(rewards.mean()))
-        curves.exec_entropy.append(masked_token_mean(entropy, execution))
-        curves.plan_entropy.append(masked_token_mean(entropy, planning))
-        curves.exec_nll.append(masked_token_mean(-logp.detach(), execution))
-        curves.semantic_entropy.append(semantic_entropy(cluster_counts(samples.texts, grams)))
-        curves.length.append(float(samples.completion_len.float().mean()))
-        curves.planning_coverage.append(coverage)
-        curves.amplified_coverage.append(float(amplified.sum()) / max(1, int(mask.sum())))
-        curves.n_tokens += int(mask.sum())
+        tensors = rl_step(net, opt, arm, problems, samples, vocab, grams, placebo, settings, world=world)
+        curves.add_step(tensors, grams, n_rows=settings.prompts_per_step * settings.group_size, world=world)
         if progress is not None:
             progress.update(1)
     return curves
@@ -431,189 +590,7 @@ def auc(steps: Sequence[int], values: Sequence[float]) -> float:
     return float(np.sum((v[1:] + v[:-1]) / 2 * np.diff(s)) / (s[-1] - s[0]))
 
 
-# ------------------------------------------------------------------------------------------------ data parallel
-#: Held-out problems per greedy-evaluation batch of :func:`sharded_accuracy` (fixed, so a batch's decoding does not
-#: depend on the number of ranks).
-EVAL_CHUNK = 16
-
-
-def prompt_seed(step_seed: int, q: int) -> int:
-    """The sampling seed of prompt ``q`` (its index in the step's global batch) from the step's seed."""
-    return derive_seed(step_seed, "prompt", q) % 2**63
-
-
-def sharded_accuracy(model: TinyLM, problems: Sequence[Problem], vocab: Vocab, *, max_new_tokens: int) -> float:
-    """Greedy accuracy on ``problems``, decoded in fixed batches of :data:`EVAL_CHUNK` dealt round-robin to the
-    ranks and summed over them (every rank must call it); in one process the same batches in turn."""
-    world = current_world()
-    total = 0.0
-    for c, start in enumerate(range(0, len(problems), EVAL_CHUNK)):
-        if c % world.size != world.rank:
-            continue
-        chunk = problems[start : start + EVAL_CHUNK]
-        samples = generate(model, encode_prompts(chunk, vocab), vocab, max_new_tokens=max_new_tokens, temperature=0.0)
-        total += sum(
-            check_answer(p, t, finished=bool(f)).reward
-            for p, t, f in zip(chunk, samples.texts, samples.finished, strict=True)
-        )
-    (total,) = all_reduce_sum([total])
-    return total / len(problems)
-
-
-def gather_rows(tensor: Tensor) -> Tensor:
-    """This rank's ``(B_r, T_r)`` rows concatenated with the other ranks' in rank order, padded to the widest."""
-    world = current_world()
-    if not world.is_distributed:
-        return tensor
-    parts: list[Tensor | None] = [None] * world.size
-    torch.distributed.all_gather_object(parts, tensor.cpu())
-    width = max(p.shape[1] for p in parts)
-    return torch.cat([F.pad(p, (0, width - p.shape[1])) for p in parts], dim=0)
-
-
-def train_rl_sharded(
-    model: TinyLM,
-    arm: Arm,
-    train: Sequence[Problem],
-    held_out: Sequence[Problem],
-    vocab: Vocab,
-    grams: StrategicGrams,
-    placebo: StrategicGrams,
-    settings: RLSettings,
-    *,
-    seed: int,
-    progress=None,
-) -> RLCurves:
-    """:func:`train_rl` with per-prompt sampling seeds, data parallel under torchrun (one process: the same steps).
-
-    Every rank draws the step's ``Q`` problems and a step seed from ``seed`` (the same on every rank), keeps its
-    contiguous shard of the prompts (:func:`~iclr26.common.distributed.shard_range`; whole groups) and samples each
-    prompt's ``G`` completions in a batch of their own from ``torch.Generator(prompt_seed(step seed, q))``, ``q``
-    being the prompt's index in the global batch. So a prompt's completions do not depend on the number of ranks:
-    a run on ``N`` ranks draws exactly the completions of a one-process run of this function. Steps 2–6 of the
-    module docstring then run on the shard; what needs the whole batch is all-reduced: the planning coverage (the
-    entropy arm's token budget), the entropy arm's top-entropy selection (the ``(B_r, T)`` entropies and masks are
-    all-gathered, the selection made on the global batch and each rank keeps its rows), and the step-7 diagnostics
-    (sums and counts). The loss is the sequence mean over the global batch (each rank's mean weighted by
-    ``world size × B_r / B``), whose gradient DDP averages; held-out accuracy is :func:`sharded_accuracy`.
-
-    Equivalence: a 2-rank run equals a 1-rank run of this function (``rollout_seeds="prompt"``) up to float
-    summation order (the halves' gradients all-reduced instead of summed in one backward); it is not the
-    one-process default (:func:`train_rl`, one sampling stream for the whole batch).
-
-    Raises:
-        ValueError: for an unknown arm, or fewer prompts per step than ranks (a rank would have no rows).
-    """
-    if arm not in ARMS:
-        raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
-    world = current_world()
-    Q, G = settings.prompts_per_step, settings.group_size
-    if Q < world.size:
-        raise ValueError(f"prompts_per_step={Q} must be >= the number of ranks ({world.size}) under torchrun")
-    gen = torch.Generator().manual_seed(seed)  # the same on every rank: one global batch, sharded
-    net: nn.Module = model
-    if world.is_distributed:
-        net = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=0.0)
-    curves = RLCurves(arm=arm)
-    shard = shard_range(Q, world.rank, world.size)
-    for step in range(settings.steps + 1):
-        if step % settings.eval_every == 0 or step == settings.steps:
-            curves.eval_step.append(step)
-            curves.held_out_acc.append(sharded_accuracy(model, held_out, vocab, max_new_tokens=settings.max_new_tokens))
-        if step == settings.steps:
-            break
-        # Step 1: the global draw of Q problems and the step seed; this rank's prompts x G samples
-        idx = torch.randint(len(train), (Q,), generator=gen).tolist()
-        step_seed = int(torch.randint(2**62, (1,), generator=gen))
-        parts = [
-            generate(
-                model,
-                encode_prompts([train[idx[q]]] * G, vocab),
-                vocab,
-                max_new_tokens=settings.max_new_tokens,
-                temperature=1.0,
-                generator=torch.Generator().manual_seed(prompt_seed(step_seed, q)),
-            )
-            for q in shard
-        ]
-        problems = [train[idx[q]] for q in shard for _ in range(G)]
-        samples = _concat_samples(parts)
-        # Step 2-3: rewards (Q_r, G) and group-relative advantages (per group: local)
-        rewards = torch.tensor(
-            [
-                check_answer(p, t, finished=bool(f)).reward
-                for p, t, f in zip(problems, samples.texts, samples.finished, strict=True)
-            ]
-        ).reshape(len(shard), G)
-        adv = group_relative_advantages(rewards, scale="none").reshape(-1)  # (B_r,)
-        # Step 4: forward through DDP
-        logits, logp, mask = completion_logits(net, samples)  # (B_r, T, V), (B_r, T), (B_r, T)
-        entropy = token_entropy(logits.detach())  # (B_r, T)
-        pieces = [vocab.piece_list(samples.completion_ids(i)) for i in range(len(problems))]
-        planning = planning_mask_batch(pieces, grams, width=mask.shape[1]) & mask  # (B_r, T)
-        n_plan, n_real = all_reduce_sum([float(planning.sum()), float(mask.sum())])
-        coverage = n_plan / max(1.0, n_real)
-        # Step 5: the arm's amplified tokens
-        if arm == "hicra":
-            amplified = planning
-        elif arm == "placebo":
-            amplified = planning_mask_batch(pieces, placebo, width=mask.shape[1]) & mask
-        elif arm == "entropy":  # the top-entropy tokens of the global batch; this rank's rows of that selection
-            chosen = entropy_mask(gather_rows(entropy), gather_rows(mask), fraction=coverage)
-            before = int(all_gather_counts(len(problems))[: world.rank].sum())
-            amplified = chosen[before : before + len(problems), : mask.shape[1]]
-        else:
-            amplified = torch.zeros_like(mask)
-        # Step 6: the global sequence mean's gradient (DDP averages the ranks' weighted means)
-        token_adv = hicra_advantages(adv, amplified, alpha=settings.alpha if arm != "grpo" else 0.0, mask=mask)
-        loss = grpo_loss(logp, logp.detach(), token_adv, mask=mask, clip_eps=settings.clip_eps).loss
-        opt.zero_grad(set_to_none=True)
-        (loss * (world.size * len(problems) / (Q * G))).backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        # Step 7: diagnostics over the global batch (sums and counts reduced over the ranks)
-        execution = mask & ~planning
-        counts = cluster_counts(samples.texts, grams)
-        sums = all_reduce_sum(
-            [
-                float(rewards.double().sum()),
-                float(entropy.double()[execution].sum()),
-                float(execution.sum()),
-                float(entropy.double()[planning].sum()),
-                float(planning.sum()),
-                float((-logp.detach()).double()[execution].sum()),
-                float(samples.completion_len.sum()),
-                float(amplified.sum()),
-                *counts.values(),
-            ]
-        )
-        r_sum, e_sum, e_n, p_sum, p_n, nll_sum, len_sum, amp_n = sums[:8]
-        curves.reward.append(r_sum / (Q * G))
-        curves.exec_entropy.append(e_sum / e_n if e_n else math.nan)
-        curves.plan_entropy.append(p_sum / p_n if p_n else math.nan)
-        curves.exec_nll.append(nll_sum / e_n if e_n else math.nan)
-        curves.semantic_entropy.append(semantic_entropy([round(v) for v in sums[8:]]))
-        curves.length.append(len_sum / (Q * G))
-        curves.planning_coverage.append(coverage)
-        curves.amplified_coverage.append(amp_n / max(1.0, n_real))
-        curves.n_tokens += int(n_real)
-        if progress is not None:
-            progress.update(1)
-    return curves
-
-
-def all_gather_counts(n: int) -> Tensor:
-    """``(world,)`` every rank's ``n`` (one process: ``[n]``)."""
-    world = current_world()
-    if not world.is_distributed:
-        return torch.tensor([n])
-    parts: list[int | None] = [None] * world.size
-    torch.distributed.all_gather_object(parts, n)
-    return torch.tensor(parts)
-
-
-def _concat_samples(parts: Sequence[Samples]) -> Samples:
+def concat_samples(parts: Sequence[Samples]) -> Samples:
     """Rows of several :class:`Samples` in order (sequences right-padded with ``<pad>`` to the widest)."""
     width = max(p.sequences.shape[1] for p in parts)
     return Samples(
