@@ -228,6 +228,7 @@ def data_parallel(
     *,
     device: torch.device | None = None,
     find_unused_parameters: bool = False,
+    sync_buffers: bool = True,
 ) -> torch.nn.Module:
     """``module`` as its ranks train it: wrapped in DistributedDataParallel in a multi-process world, else itself.
 
@@ -239,6 +240,8 @@ def data_parallel(
         world: the run's world (``ctx.world``).
         device: the rank's device; a CUDA device becomes DDP's ``device_ids``.
         find_unused_parameters: for models whose forward leaves some parameters out (DDP's option of that name).
+        sync_buffers: whether rank 0's buffers are copied to every rank at each forward; False for buffers that are
+            rank-local statistics (they are still synced once, when the wrapper is built).
 
     Returns:
         The wrapper, or ``module`` itself when ``world`` has one process.
@@ -248,9 +251,13 @@ def data_parallel(
     if not world.is_distributed:
         return module
     ids = [device.index if device.index is not None else world.local_rank] if device and device.type == "cuda" else None
-    return torch.nn.parallel.DistributedDataParallel(
+    ddp = torch.nn.parallel.DistributedDataParallel(
         module, device_ids=ids, find_unused_parameters=find_unused_parameters
     )
+    # torch >= 2.13 names the per-forward sync forward_sync_buffers (broadcast_buffers before); set after building
+    # so that the buffers are synced at init in either version
+    setattr(ddp, "forward_sync_buffers" if hasattr(ddp, "forward_sync_buffers") else "broadcast_buffers", sync_buffers)
+    return ddp
 
 
 def all_gather_object(value: T, world: World) -> list[T]:

@@ -374,10 +374,8 @@ class _Trainer:
         self._resume()
         self.flops_per_token = model.flops_per_token(config.context_len) if hasattr(model, "flops_per_token") else 0.0
         # Gradients averaged over the ranks (rank 0's initial weights broadcast to all); the identity on one process.
-        self.net = data_parallel(model, world, device=self.device, find_unused_parameters=True)
-        if self.net is not model:  # buffers are rank-local statistics (an MoE layer's counts): no sync per forward
-            sync = "forward_sync_buffers" if hasattr(self.net, "forward_sync_buffers") else "broadcast_buffers"
-            setattr(self.net, sync, False)
+        # Buffers are rank-local statistics (an MoE layer's counts): no sync per forward.
+        self.net = data_parallel(model, world, device=self.device, find_unused_parameters=True, sync_buffers=False)
 
     def _resume(self) -> None:
         """Load the checkpoint if there is one (rank 0 reads it and sends it to the others)."""
