@@ -143,3 +143,15 @@ def test_no_words_about_how_the_work_was_done():
             if HISTORY.search(line):
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:100]}")
     assert not found, "history belongs in git:\n" + "\n".join(found[:30])
+
+
+def test_every_data_parallel_module_says_how_it_runs_under_torchrun():
+    from iclr26.runner import data_parallel_modules
+
+    top = (ROOT / "README.md").read_text(encoding="utf-8")
+    supported = top.split("**Supported:**", 1)[1].split("\n\n", 1)[0]
+    for module in data_parallel_modules():
+        assert module in supported, f"the top README's torchrun list lacks {module}"
+        text = (SRC / module / "README.md").read_text(encoding="utf-8")
+        section = text.split("### More than one process", 1)[-1].split("\n## ", 1)[0]
+        assert "torchrun" in section, f"{module}/README.md: 'More than one process' does not say how to launch it"

@@ -13,7 +13,6 @@ import dataclasses
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -136,9 +135,3 @@ def test_config_switches_name_their_field():
         dataclasses.replace(smoke, rollout_seeds="rank")
     assert dataclasses.replace(smoke, backend="smollm2", parallel="fsdp").parallel == "fsdp"
     assert smoke.rollout_seeds == "auto"  # one stream per step in one process, per-prompt seeds under torchrun
-
-
-def test_readme_lists_hicra_among_the_torchrun_modules():
-    text = (Path(__file__).parents[2] / "README.md").read_text()
-    section = text.split("## More than one GPU or machine", 1)[1].split("\n## ", 1)[0]
-    assert "`hicra`" in section
