@@ -6,15 +6,15 @@ import json
 import pytest
 
 from iclr26.biasfree.config import BiasFreeConfig, model_problem
-from iclr26.biasfree.tiny import tiny_random_lm
 from iclr26.biasfree.training import lora_targets
 from iclr26.common.config import ConfigError
+from iclr26.common.pretrained import random_llama
 
 
 @pytest.fixture
 def folder(tmp_path):
     """The tiny random Llama saved as a Hugging Face model folder (config, safetensors, tokenizer, chat template)."""
-    lm = tiny_random_lm(seed=0)
+    lm = random_llama(seed=0)
     path = tmp_path / "tiny-llama"
     lm.model.save_pretrained(path)
     lm.tokenizer.save_pretrained(path)
@@ -32,7 +32,7 @@ def test_a_hugging_face_folder_runs_the_smoke_through_the_cli(folder, tmp_path, 
 
 
 def test_lora_targets_every_linear_layer_but_the_head():
-    assert lora_targets(tiny_random_lm()) == ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj",
+    assert lora_targets(random_llama()) == ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj",
                                               "v_proj"]  # fmt: skip
 
 

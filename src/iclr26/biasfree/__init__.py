@@ -17,7 +17,7 @@ from iclr26.biasfree.prompts import (
     vanilla_messages,
 )
 from iclr26.biasfree.score import bfs, bfs_fairmt, bfs_paper, bootstrap_bfs, paired_bootstrap
-from iclr26.biasfree.training import cosine_lr, dpo_loss, dpo_step, negate_task_vector, reference_logprobs, train_pairs
+from iclr26.biasfree.training import cosine_lr, negate_task_vector, reference_logprobs, train_pairs
 
 __all__ = [
     "CATEGORIES",
@@ -34,8 +34,6 @@ __all__ = [
     "combine_fairmt",
     "cosine_lr",
     "cot_messages",
-    "dpo_loss",
-    "dpo_step",
     "find_bbq",
     "generate_items",
     "generate_pairs",

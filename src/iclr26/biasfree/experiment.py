@@ -89,13 +89,10 @@ class MethodResult:
 
 
 def _load(config: BiasFreeConfig, device: torch.device):  # noqa: ANN202
-    if config.model == "tiny-random":
-        from iclr26.biasfree.tiny import tiny_random_lm
+    from iclr26.common.pretrained import load_pretrained, random_llama
 
-        lm = tiny_random_lm(seed=config.seed)
-        lm.model.to(device)
-        return lm
-    from iclr26.common.pretrained import load_pretrained
+    if config.model == "tiny-random":
+        return random_llama(seed=config.seed, device=device, name="tiny-random-llama")
 
     return load_pretrained(None if config.model == "smollm2" else config.model, dtype=config.dtype,
                            device=str(device))  # fmt: skip

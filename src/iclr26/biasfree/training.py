@@ -23,9 +23,10 @@ Under ``torchrun`` (``world``, the run's :class:`~iclr26.common.distributed.Worl
 :func:`train_pairs` is data parallel: every rank attaches the same adapters and draws the same global batch of pair
 indices from the shared seed, keeps its contiguous shard (:func:`~iclr26.common.distributed.shard_range`), and
 trains through DistributedDataParallel (:func:`iclr26.common.pretrained.distribute`, ``mode="ddp"``): SFT through
-:func:`~iclr26.common.pretrained.sft_step` on the shard (global token counts), DPO through :func:`dpo_step`, whose
-micro-batch losses are weighted by ``world size ×`` their share of the *global* batch, so DDP's gradient average is
-the full batch's gradient; reported losses, margins and accuracies are summed over the ranks. After training the
+:func:`~iclr26.common.pretrained.sft_step` on the shard (global token counts), DPO through
+:func:`~iclr26.common.pretrained.dpo_step`, whose micro-batch losses are weighted by their share of the *global*
+batch, so DDP's gradient average is the full batch's gradient; reported losses, margins and accuracies are the global
+batch's. After training the
 DDP wrapper is dropped and generation, task-vector negation and evaluation run alike on every rank. The global batch
 must split evenly over the ranks (every rank then makes the same number of micro-batch backward passes, each one a
 collective).
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -45,25 +45,22 @@ from torch import Tensor
 
 from iclr26.biasfree.items import PreferencePair
 from iclr26.biasfree.prompts import SYSTEM_PROMPT
-from iclr26.common.distributed import SINGLE, World, all_reduce_sum, shard_range
+from iclr26.common.distributed import SINGLE, World, shard_range
 from iclr26.common.pretrained import (
     PretrainedLM,
+    adapters_disabled,
     add_lora,
     apply_task_vector,
     completion_token_logprobs,
     distribute,
-    parallel_world,
+    dpo_step,
     sft_step,
     task_vector,
 )
 
 __all__ = [
-    "DPOLoss",
     "TrainLog",
     "cosine_lr",
-    "dpo_loss",
-    "dpo_shard_backward",
-    "dpo_step",
     "lora_targets",
     "negate_task_vector",
     "reference_logprobs",
@@ -93,51 +90,11 @@ def training_prompt(prompt: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
 
 
-@dataclass(frozen=True)
-class DPOLoss:
-    """The DPO loss and its diagnostics over ``N`` pairs.
-
-    Attributes:
-        loss: scalar mean ``−log σ(β Δ)`` (carries the gradient).
-        margins: ``(N,)`` ``Δ = (log π_θ(y_w) − log π_ref(y_w)) − (log π_θ(y_l) − log π_ref(y_l))``, detached.
-        accuracy: share of pairs with ``Δ > 0``.
-    """
-
-    loss: Tensor
-    margins: Tensor
-    accuracy: float
-
-
-def dpo_loss(policy_chosen: Tensor, policy_rejected: Tensor, ref_chosen: Tensor, ref_rejected: Tensor, *,
-             beta: float = 0.1) -> DPOLoss:  # fmt: skip
-    """The sigmoid DPO loss (Rafailov et al., 2023, Eq. 7) on summed response log-probabilities, each ``(N,)``.
-
-    Raises:
-        ValueError: for ``beta <= 0`` or inputs of different shapes.
-    """
-    if beta <= 0:
-        raise ValueError(f"beta must be > 0, got {beta}")
-    shapes = {tuple(t.shape) for t in (policy_chosen, policy_rejected, ref_chosen, ref_rejected)}
-    if len(shapes) != 1 or len(next(iter(shapes))) != 1:
-        raise ValueError(f"the four log-probability tensors must share one (N,) shape, got {sorted(shapes)}")
-    # DPO Eq. (7)'s argument: Δ = (log π_θ(y_w|x) − log π_ref(y_w|x)) − (log π_θ(y_l|x) − log π_ref(y_l|x))
-    margins = (policy_chosen - ref_chosen) - (policy_rejected - ref_rejected)  # (N,)
-    # DPO Eq. (7): L = −log σ(β Δ), averaged over pairs
-    loss = -torch.nn.functional.logsigmoid(beta * margins).mean()
-    return DPOLoss(loss=loss, margins=margins.detach(), accuracy=float((margins > 0).float().mean()))
-
-
-@contextmanager
-def _adapters_off(lm: PretrainedLM) -> Iterator[None]:
-    with lm.model.disable_adapter() if lm.has_lora else nullcontext():
-        yield
-
-
 def reference_logprobs(lm: PretrainedLM, prompts: Sequence[str], responses: Sequence[str], *,
                        micro_batch_size: int = 16) -> Tensor:  # fmt: skip
     """``(N,)`` summed ``log π_ref(response | prompt)`` under ``lm`` with its LoRA adapters switched off (no grad);
     the response ends with the end-of-turn token, as in training."""
-    with torch.no_grad(), _adapters_off(lm):
+    with torch.no_grad(), adapters_disabled(lm):
         return completion_token_logprobs(
             lm.model,
             lm.encode_prompts([training_prompt(p) for p in prompts]),
@@ -145,69 +102,6 @@ def reference_logprobs(lm: PretrainedLM, prompts: Sequence[str], responses: Sequ
             pad_token_id=lm.pad_token_id,
             micro_batch_size=micro_batch_size,
         ).total.float()
-
-
-def dpo_step(lm: PretrainedLM, optimizer: torch.optim.Optimizer, pairs: Sequence[PreferencePair],
-             ref_chosen: Tensor, ref_rejected: Tensor, *, beta: float = 0.1, micro_batch_size: int = 4,
-             max_grad_norm: float | None = 1.0) -> tuple[float, float, float]:  # fmt: skip
-    """One DPO step on ``pairs`` (reference log-probs precomputed by :func:`reference_logprobs`).
-
-    Micro-batches of pairs accumulate gradients weighted by their share of the pairs, so the step equals the
-    full-batch one (:func:`dpo_shard_backward`). Returns ``(loss, mean margin, accuracy)`` before the update.
-
-    After :func:`~iclr26.common.pretrained.distribute` (torchrun) ``pairs`` and the reference log-probs are this
-    rank's shard of the global batch; each micro-batch's loss is weighted by ``world size ×`` its share of the global
-    batch (DDP averages the gradients) and the returned numbers are the global batch's (module docstring).
-    """
-    params = [p for p in lm.model.parameters() if p.requires_grad]
-    if not params:
-        raise ValueError("lm has no trainable parameters; add_lora(lm) first")
-    world = parallel_world(lm)
-    n = len(pairs)
-    if n == 0:
-        raise ValueError(f"pairs: rank {world.rank} has an empty shard; every rank needs pairs")
-    n_global = int(all_reduce_sum([n], device=lm.device)[0]) if world.is_distributed else n
-    optimizer.zero_grad(set_to_none=True)
-    model = lm.train_model if world.is_distributed else lm.model
-    loss_sum, m = dpo_shard_backward(lm, model, pairs, ref_chosen, ref_rejected, n_global=n_global,
-                                     world_size=world.size, beta=beta, micro_batch_size=micro_batch_size)  # fmt: skip
-    grads = [p for p in params if p.grad is not None]
-    if max_grad_norm is not None:
-        torch.nn.utils.clip_grad_norm_(grads, max_grad_norm)  # the gradients are alike on every rank after DDP
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    if not world.is_distributed:
-        return loss_sum, float(m.mean()), float((m > 0).float().mean())
-    m = m.double()
-    loss, margin_sum, hits = all_reduce_sum([loss_sum, float(m.sum()), float((m > 0).sum())], device=lm.device)
-    return loss, margin_sum / n_global, hits / n_global
-
-
-def dpo_shard_backward(lm: PretrainedLM, model: torch.nn.Module, pairs: Sequence[PreferencePair],
-                       ref_chosen: Tensor, ref_rejected: Tensor, *, n_global: int, world_size: int, beta: float,
-                       micro_batch_size: int) -> tuple[float, Tensor]:  # fmt: skip
-    """Backpropagate one rank's part of a DPO step: its shard ``pairs`` of a global batch of ``n_global`` pairs,
-    scored through ``model`` (the DDP wrapper under torchrun, ``lm.model`` in one process).
-
-    Each micro-batch's mean loss is weighted by ``world_size ×`` its share of the global batch, so the ranks'
-    gradients averaged (DDP) are the global batch's gradient. Returns ``(this shard's part of the global loss, its
-    (N,) margins)``.
-    """
-    loss_sum, margins = 0.0, []
-    for s in range(0, len(pairs), micro_batch_size):
-        mb = pairs[s : s + micro_batch_size]
-        prompt_ids = lm.encode_prompts([training_prompt(p.prompt) for p in mb])
-        resp = lm.encode_completions([p.chosen for p in mb] + [p.rejected for p in mb], add_eos=True)
-        scored = completion_token_logprobs(
-            model, prompt_ids + prompt_ids, resp, pad_token_id=lm.pad_token_id, micro_batch_size=2 * len(mb)
-        ).total  # (2m,): chosen rows first
-        out = dpo_loss(scored[: len(mb)], scored[len(mb) :], ref_chosen[s : s + len(mb)].to(scored.device),
-                       ref_rejected[s : s + len(mb)].to(scored.device), beta=beta)  # fmt: skip
-        weight = len(mb) / n_global  # the micro-batch's share of the global batch
-        (out.loss * (weight * world_size)).backward()  # DDP averages over the ranks: the global batch's gradient
-        loss_sum += float(out.loss.detach()) * weight
-        margins.append(out.margins)
-    return loss_sum, torch.cat(margins)
 
 
 def cosine_lr(step: int, total: int, *, warmup_ratio: float) -> float:
@@ -318,10 +212,12 @@ def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
                     ref[i] = (float(scores[k]), float(scores[len(new) + k]))
             ref_c = torch.tensor([ref[int(i)][0] for i in idx])
             ref_r = torch.tensor([ref[int(i)][1] for i in idx])
-            loss, margin, acc = dpo_step(lm, optimizer, batch, ref_c, ref_r, beta=beta,
-                                         micro_batch_size=max(1, micro_batch_size // 2))  # fmt: skip
-            margins.append(margin)
-            accs.append(acc)
+            step = dpo_step(lm, optimizer, [training_prompt(p.prompt) for p in batch], [p.chosen for p in batch],
+                            [p.rejected for p in batch], ref_c, ref_r, beta=beta,
+                            micro_batch_size=max(1, micro_batch_size // 2))  # fmt: skip
+            loss = step.loss
+            margins.append(step.margin)
+            accs.append(step.accuracy)
         else:
             target = [p.chosen if method == "sft" else p.rejected for p in batch]
             loss = sft_step(lm, optimizer, [training_prompt(p.prompt) for p in batch], target,
