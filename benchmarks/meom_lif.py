@@ -1,7 +1,6 @@
 """Benchmark of MEOM's LIF layer against snntorch's ``Leaky``: forward + backward over T timesteps.
 
-Issue 18 measured :class:`iclr26.meom.LIF` 1.40x slower than snntorch ``Leaky`` at (T, B, C, H, W) =
-(6, 256, 64, 16, 16). The layer now has a fast path for the TWD neuron's hard reset to 0 (one autograd node per step
+The layer has a fast path for the TWD neuron's hard reset to 0 (one autograd node per step
 for fire and reset, :class:`iclr26.meom.lif.FireAndReset`) and stacks the membrane only on request. This script
 times, interleaved round by round in one process (the order alternates between rounds):
 
@@ -38,7 +37,7 @@ CLOCK = time.perf_counter  # --clock cpu: time.thread_time, the CPU time of this
 
 
 def before(x: torch.Tensor) -> torch.Tensor:
-    """The layer's loop before issue 18 (general hard-reset formula, membrane stacked)."""
+    """The separate-op loop without the fast path (general hard-reset formula, membrane stacked)."""
     v = torch.zeros_like(x[0])
     spikes, membrane = [], []
     for x_t in x:
