@@ -174,13 +174,13 @@ def _rope_rotations(seq_len: int, head_dim: int, base: float, device: torch.devi
 
     ``(T, Dh/2)`` each, broadcast over the heads; or, where a row of ``Dh/2`` complex numbers fills whole 128-byte
     blocks, ``(H, T, Dh/2)`` over a ``(T, H, Dh/2)`` memory layout, the layout of q and k inside the projection's
-    output and of SDPA's gradients. Then the complex product runs over rows of ``H·Dh/2`` numbers instead of ``Dh/2``
-    (0.55x the time of the forward product, 0.45x of the backward one at Dh = 32, H = 4). Its values are
+    output and of SDPA's gradients. Then the complex product runs over rows of ``H·Dh/2`` numbers instead of ``Dh/2``,
+    which is faster forward and backward. Its values are
     the same bit for bit: the product is taken lane by lane in vectors (two 64-byte vectors per loop step at most),
     and with whole 128-byte rows no element falls to the scalar remainder loop, which rounds differently, in
     either layout. Code traced by ``torch.compile`` keeps the broadcast tables: it builds them in its graph at every
-    call (Dynamo looks through the cache), where the copy per head cost more than it saved (1.045x eager, against
-    0.98x without it).
+    call (Dynamo looks through the cache), where the copy per head costs more than it saves
+    (``benchmarks/tinylm_step.py --compile``).
     """
     cos, sin = _rope_tables(seq_len, head_dim, base, device, dtype)
     with torch.inference_mode(False), torch.no_grad():
