@@ -74,8 +74,8 @@ class BiasFreeConfig(ExperimentConfig):
                      "'tiny-random' (a random tiny Llama; smoke runs) or a local .gguf file / Hugging Face model "
                      "folder (paper: Llama-3.1-8B-Instruct and others)")  # fmt: skip
     dtype: Literal["bfloat16", "float32"] = opt(
-        "bfloat16", "model precision (bfloat16: 1.2-2.1x less CPU time, common/pretrained.py; the paper's vLLM runs "
-        "use bfloat16)")  # fmt: skip
+        "bfloat16", "model precision (bfloat16 takes less CPU time, benchmarks/pretrained_lm.py; the paper's vLLM "
+        "runs use bfloat16)")  # fmt: skip
     device: str = opt("cpu", "torch device: cpu, cuda, cuda:N or auto (gpu preset: cuda)")
     n_per_category: int = opt(8, "held-out items per BBQ category (9 categories; paper: all 15,686 ambiguous "
                               "items; sized for 10 minutes of one CPU thread)", ge=1, le=10**5)  # fmt: skip

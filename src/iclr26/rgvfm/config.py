@@ -80,13 +80,13 @@ class RGVFMConfig(ExperimentConfig):
     )
     fused_adam: bool = opt(
         True,
-        "torch.optim.Adam(fused=True): the same weights to float32 rounding, 1.2x faster per step "
+        "torch.optim.Adam(fused=True): the same weights to float32 rounding, faster per step "
         "(benchmarks/rgvfm_step.py)",
     )
     compile_network: bool = opt(
         True,
         "run the network through torch.compile (its SELU and bias fused with the matmuls; the same function to float32 "
-        "rounding, 1.2x faster per CPU step); off at smoke scale, where the one-time compilation would dominate",
+        "rounding, faster per CPU step); off at smoke scale, where the one-time compilation would dominate",
     )
     hidden_dim: int = opt(128, "MLP width (official hidden_dim 128)", ge=1, le=65_536)
     n_train: int = opt(10_000, "training points per benchmark (official 10,000)", ge=2, le=10**8)

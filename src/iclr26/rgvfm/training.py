@@ -102,7 +102,7 @@ CHECKPOINTS = ("best_loss", "last")
 def default_fused(device: torch.device) -> bool:
     """Whether :class:`FlowTrainer` uses ``torch.optim.Adam(fused=True)`` on ``device`` by default: on the CPU and
     CUDA, where the fused kernel exists and gives the same weights as the loop implementation to float32 rounding
-    (test ``test_fused_adam_equals_the_loop_implementation``); measured 1.2x faster per step on the CPU
+    (test ``test_fused_adam_equals_the_loop_implementation``); faster per step on the CPU
     (``benchmarks/rgvfm_step.py``)."""
     return device.type in ("cpu", "cuda")
 
