@@ -186,7 +186,7 @@ def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
         raise ValueError(f"batch_size={batch_size} must be a multiple of the {world.size} ranks under torchrun")
     add_lora(lm, r=lora_r, alpha=lora_alpha, seed=seed, target_modules=lora_targets(lm))
     if world.is_distributed:
-        distribute(lm, mode="ddp")
+        distribute(lm, mode="ddp", world=world)
     params = [p for p in lm.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: cosine_lr(s, steps, warmup_ratio=warmup_ratio))

@@ -409,7 +409,7 @@ class PretrainedPolicy:
         from iclr26.common.pretrained import distribute
 
         if world.is_distributed:
-            distribute(self.lm, mode=mode)  # type: ignore[arg-type]
+            distribute(self.lm, mode=mode, world=world)  # type: ignore[arg-type]
         self._opt.clear()  # optimizers over the (possibly sharded) parameters
         return self
 

@@ -251,7 +251,7 @@ def run_pretrained(config, train: Sequence[Problem], held_out: Sequence[Problem]
         _set_adapter(lm, sft.adapter)
         per_prompt = per_prompt_seeds(config.rollout_seeds, ctx.world)
         if per_prompt:
-            distribute(lm, mode=config.parallel)  # no-op in one process
+            distribute(lm, mode=config.parallel, world=ctx.world)  # no-op in one process
         return train_arm(config, lm, arm, i, sft, train, held_out, world=ctx.world, per_prompt=per_prompt)
 
     runs = {
