@@ -9,7 +9,7 @@ reproduction lives in :mod:`iclr26.uvu.experiment` (needs ``minigrid``).
 from iclr26.uvu.cost import CountedCost, ensemble_cost, mlp_backward_macs, mlp_forward_macs, rnd_cost, uvu_cost
 from iclr26.uvu.data import Transitions
 from iclr26.uvu.ensemble import StackedNetworks, ValueEnsemble
-from iclr26.uvu.networks import NTKLinear, UniversalMLP, count_parameters
+from iclr26.uvu.model import NTKLinear, UniversalMLP, count_parameters
 from iclr26.uvu.ntk import TDLimit, relu_kernels, td_limit
 from iclr26.uvu.rnd import RND
 from iclr26.uvu.td import (

@@ -55,7 +55,7 @@ def mlp_forward_macs(widths: Sequence[int]) -> int:
     """``F(d) = Σ_l d_{l-1} d_l``: multiply-adds of one forward pass of one sample.
 
     Args:
-        widths: layer widths ``(d_0, ..., d_L)``, e.g. :attr:`iclr26.uvu.networks.UniversalMLP.widths`.
+        widths: layer widths ``(d_0, ..., d_L)``, e.g. :attr:`iclr26.uvu.model.UniversalMLP.widths`.
 
     Raises:
         ValueError: for fewer than two widths or a non-positive one.

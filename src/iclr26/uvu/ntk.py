@@ -1,6 +1,6 @@
 """Infinite-width theory of UVU (§4 of the paper): ReLU NNGP/NTK kernels and the converged TD predictor.
 
-For a ReLU MLP in NTK parameterisation (:class:`iclr26.uvu.networks.UniversalMLP` with ``parameterization="ntk"``)
+For a ReLU MLP in NTK parameterisation (:class:`iclr26.uvu.model.UniversalMLP` with ``parameterization="ntk"``)
 the output at initialisation is a Gaussian process with kernel ``κ`` (NNGP) and gradient descent moves it along the
 neural tangent kernel ``Θ`` (Jacot et al. 2018). Both follow the arc-cosine recursion (Cho & Saul 2009), from
 ``Σ¹(x, x') = σ_w² x·x'/D + σ_b²``, ``Θ¹ = Σ¹`` and, per hidden layer,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from iclr26.common.distributed import current_world
+from iclr26.common.distributed import SINGLE, World
 from iclr26.uvu.data import Transitions
 from iclr26.uvu.training import data_parallel_loss, shard_loss
 
@@ -92,6 +92,7 @@ def train_cql_dqn(
     generator: torch.Generator,
     *,
     progress: Callable[[Iterable[int]], Iterable[int]] | None = None,
+    world: World = SINGLE,
 ) -> list[float]:
     """Train ``q`` in place on ``data``; returns the loss of every step.
 
@@ -101,6 +102,7 @@ def train_cql_dqn(
         config: hyperparameters.
         generator: minibatch sampling RNG.
         progress: optional wrapper of the step iterator (a progress bar).
+        world: the processes training together (the run's ``ctx.world``); data parallel with more than one.
 
     Raises:
         FloatingPointError: if the loss becomes NaN or infinite (the step is named; lower ``config.lr``).
@@ -109,10 +111,9 @@ def train_cql_dqn(
     opt = torch.optim.Adam(q.parameters(), lr=config.lr)
     steps = range(config.steps) if progress is None else progress(range(config.steps))
     losses: list[float] = []
-    world = current_world()
     net = None
     if world.is_distributed:  # torchrun: DDP over this rank's shard of each global batch (uvu.training.shard_loss)
-        net = data_parallel_loss(q, lambda b: cql_loss(q, q_target, b, gamma=config.gamma, alpha=config.alpha))
+        net = data_parallel_loss(q, lambda b: cql_loss(q, q_target, b, gamma=config.gamma, alpha=config.alpha), world)
     for step in steps:
         if net is not None:
             loss, value = shard_loss(net, data.sample(config.batch_size, generator), world)

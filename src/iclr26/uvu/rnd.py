@@ -11,7 +11,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from iclr26.uvu.data import Transitions
-from iclr26.uvu.networks import check_independent
+from iclr26.uvu.model import check_independent
 from iclr26.uvu.td import td_loss, uvu_uncertainty
 
 

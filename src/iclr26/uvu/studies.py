@@ -39,7 +39,7 @@ from iclr26.uvu.data import Transitions
 from iclr26.uvu.ensemble import StackedNetworks, ValueEnsemble
 from iclr26.uvu.gotodoor import NUM_ACTIONS, GoToDoorFamily, Task
 from iclr26.uvu.mdp import FiniteMDP
-from iclr26.uvu.networks import UniversalMLP, count_parameters
+from iclr26.uvu.model import UniversalMLP, count_parameters
 from iclr26.uvu.ntk import relu_kernels, td_limit
 from iclr26.uvu.offline import CQLConfig, DiscreteQNetwork, train_cql_dqn
 from iclr26.uvu.rejection import (
@@ -54,7 +54,11 @@ from iclr26.uvu.training import fit
 from iclr26.uvu.uvu import UVU
 
 if TYPE_CHECKING:
-    from iclr26.uvu.experiment import UVUConfig
+    from iclr26.uvu.config import UVUConfig
+
+#: Point classes of the NTK study: the whole future under the point's policy is in the data; the point is in the
+#: data but part of its future is not; the point is not in the data.
+COVERED, FUTURE_MISSING, NOT_IN_DATA = 0, 1, 2
 
 
 def symmetric_gap(a: np.ndarray, b: np.ndarray) -> float:
@@ -163,8 +167,11 @@ def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
     n = max(2, round(config.ntk_coverage * m))
     data_idx = torch.randperm(m, generator=torch_generator(derive_seed(config.seed, "coverage")))[:n]
     successors = mdp.successors()
+    device = ctx.device
     data = mdp.transitions(data_idx, dtype=dtype)
-    states, actions, tasks = mdp.features(dtype)
+    states, actions, tasks = mdp.features(dtype)  # (M, ·) on the CPU, for the closed form
+    on_device = data.to(device)
+    queries = (states.to(device), actions.to(device), tasks.to(device))
 
     def make(width: int) -> Callable[[], UniversalMLP]:
         return lambda: UniversalMLP(
@@ -173,7 +180,7 @@ def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
             num_actions=mdp.num_actions,
             hidden=(width,),
             parameterization="ntk",
-        ).to(dtype)
+        ).to(device=device, dtype=dtype)
 
     x = make(1)().encode(states, actions, tasks)
     theory = td_limit(relu_kernels(x, depth=1), data_idx, successors[data_idx], data.rewards, gamma=config.ntk_gamma)
@@ -202,22 +209,22 @@ def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
         gen = torch_generator(derive_seed(config.seed, "ntk-batches", width))
         torch.manual_seed(derive_seed(config.seed, "ntk-init", width))
         ensemble = ValueEnsemble(make(width), config.ntk_copies, gamma=config.ntk_gamma)
-        fit(ensemble, data, steps=steps, lr=lr, generator=gen, optimizer="sgd")
+        fit(ensemble, on_device, steps=steps, lr=lr, generator=gen, optimizer="sgd", world=ctx.world)
         uvu = UVU(
             StackedNetworks(make(width), config.ntk_copies),
             StackedNetworks(make(width), config.ntk_copies),
             gamma=config.ntk_gamma,
         )
-        fit(uvu, data, steps=steps, lr=lr, generator=gen, optimizer="sgd")
+        fit(uvu, on_device, steps=steps, lr=lr, generator=gen, optimizer="sgd", world=ctx.world)
         with torch.no_grad():
-            r_g = uvu.synthetic_reward(data)
+            r_g = uvu.synthetic_reward(on_device)
             return WidthResult(
-                ensemble_variance=ensemble.uncertainty(states, actions, tasks).numpy(),
-                uvu_half=0.5 * uvu.uncertainty(states, actions, tasks).numpy(),
-                ensemble_mean=ensemble.mean(states, actions, tasks).numpy(),
+                ensemble_variance=ensemble.uncertainty(*queries).cpu().numpy(),
+                uvu_half=0.5 * uvu.uncertainty(*queries).cpu().numpy(),
+                ensemble_mean=ensemble.mean(*queries).cpu().numpy(),
                 residual=(
-                    _residual(ensemble, data, data.rewards[:, None], config.ntk_gamma),
-                    _residual(uvu.online, data, r_g, config.ntk_gamma),
+                    _residual(ensemble, on_device, on_device.rewards[:, None], config.ntk_gamma),
+                    _residual(uvu.online, on_device, r_g, config.ntk_gamma),
                 ),
             )
 
@@ -226,9 +233,9 @@ def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
         torch.manual_seed(derive_seed(config.seed, "ntk-rnd-init", width))
         rnd = RND(StackedNetworks(make(width), config.ntk_copies), StackedNetworks(make(width), config.ntk_copies))
         gen = torch_generator(derive_seed(config.seed, "ntk-rnd-batches", width))
-        fit(rnd, data, steps=steps, lr=lr, generator=gen, optimizer="sgd")
+        fit(rnd, on_device, steps=steps, lr=lr, generator=gen, optimizer="sgd", world=ctx.world)
         with torch.no_grad():
-            return 0.5 * rnd.uncertainty(states, actions, tasks).numpy()
+            return 0.5 * rnd.uncertainty(*queries).cpu().numpy()
 
     out: dict[str, list] = {k: [] for k in ("gap", "gu", "ge", "ratio", "rho", "res")}
     for width in ctx.progress(config.ntk_widths, desc="ntk widths"):
@@ -249,7 +256,7 @@ def ntk_study(config: UVUConfig, ctx: RunContext) -> NTKStudy:
     closed = mdp.closed_points(data_idx)
     covered = torch.zeros(m, dtype=torch.bool)
     covered[data_idx] = True
-    categories = torch.where(closed, 0, torch.where(covered, 1, 2)).numpy()
+    categories = torch.where(closed, COVERED, torch.where(covered, FUTURE_MISSING, NOT_IN_DATA)).numpy()
     return NTKStudy(
         widths=list(config.ntk_widths),
         gap=out["gap"],
@@ -382,9 +389,8 @@ def _episodes_to_transitions(episodes: list, task_dim: int, device: torch.device
 
 
 def _seed(config: UVUConfig, replicate: int, *keys: int | str) -> int:
-    """The seed of one random draw of the rejection study's replicate ``replicate``: replicate 0 draws exactly what
-    the single-seed study drew before issue 17; replicate ``j > 0`` draws its own tasks, data, initial weights and
-    batches."""
+    """The seed of one random draw of the rejection study's replicate ``replicate``: replicate 0 draws from the
+    master seed and ``keys`` alone; replicate ``j > 0`` draws its own tasks, data, initial weights and batches."""
     if replicate == 0:
         return derive_seed(config.seed, *keys)
     return derive_seed(config.seed, *keys, "replicate", replicate)
@@ -393,7 +399,7 @@ def _seed(config: UVUConfig, replicate: int, *keys: int | str) -> int:
 def _train_policy(config: UVUConfig, ctx: RunContext, replicate: int = 0) -> PolicyEvaluation:
     """Collect the offline data, train the shared Q-function, relabel ``a'`` with its policy, roll it out on the
     test tasks; the result is moved to the CPU (a unit's result holds no device tensors)."""
-    device = torch.device(config.device)
+    device = ctx.device
     family = GoToDoorFamily(config.grid_size)
     base = _seed(config, replicate, "gotodoor-tasks") % 1_000_000_000
     seen: list[Task] = []
@@ -435,6 +441,7 @@ def _train_policy(config: UVUConfig, ctx: RunContext, replicate: int = 0) -> Pol
         cql,
         torch_generator(_seed(config, replicate, "dqn")),
         progress=lambda it: ctx.progress(it, total=cql.steps, desc="offline Q"),
+        world=ctx.world,
     )
     dqn_time = time.perf_counter() - start
     data = data.with_next_actions(q.greedy(data.next_states, data.tasks))
@@ -477,7 +484,7 @@ def rejection_study(config: UVUConfig, ctx: RunContext, replicate: int = 0) -> R
 
     Units: ``seed<j>-rejection-policy``, then ``seed<j>-rejection-<method>`` for UVU, each ensemble size and RND.
     """
-    device = torch.device(config.device)
+    device = ctx.device
     on_cpu = device.type == "cpu"
     pol = ctx.unit(f"seed{replicate}-rejection-policy", lambda: _train_policy(config, ctx, replicate))
     data = pol.data.to(device)
@@ -518,6 +525,7 @@ def rejection_study(config: UVUConfig, ctx: RunContext, replicate: int = 0) -> R
             batch_size=config.batch_size,
             generator=torch_generator(_seed(config, replicate, "pe-batches", name)),
             progress=lambda it: ctx.progress(it, total=config.pe_steps, desc=name),
+            world=ctx.world,
         )
         with torch.no_grad():
             unc = model.uncertainty(states0, actions0, tasks0).cpu().numpy().astype(np.float64)

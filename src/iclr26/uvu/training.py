@@ -1,11 +1,11 @@
 """One training loop for every uncertainty learner here (UVU, ensembles, RND): minimise ``model.loss(batch)``.
 
-Under ``torchrun`` (an initialised process group, :mod:`iclr26.common.distributed`) :func:`fit` and
-:func:`iclr26.uvu.offline.train_cql_dqn` are data parallel with DistributedDataParallel and the batch stays the global
-batch (:func:`shard_loss`): every rank draws the same global minibatch from the shared generator (or takes the whole
-data set, full-batch), keeps its contiguous shard of the rows, weights its mean loss by ``world_size ×`` its share of
-the batch, and DDP averages the gradients, so every rank takes the global batch's step; the recorded loss is summed
-over the ranks. N ranks follow the single-process trajectory up to float summation order.
+Given a multi-process ``world`` (the run's ``ctx.world`` under ``torchrun``, :mod:`iclr26.common.distributed`),
+:func:`fit` and :func:`iclr26.uvu.offline.train_cql_dqn` are data parallel with DistributedDataParallel and the
+batch stays the global batch (:func:`shard_loss`): every rank draws the same global minibatch from the shared
+generator (or takes the whole data set, full-batch), keeps its contiguous shard of the rows, weights its mean loss by
+``world_size ×`` its share of the batch, and DDP averages the gradients, so every rank takes the global batch's step;
+the recorded loss is summed over the ranks. N ranks follow the single-process trajectory up to float summation order.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 import torch
 from torch import Tensor, nn
 
-from iclr26.common.distributed import World, all_reduce_sum, current_world, shard_range
+from iclr26.common.distributed import SINGLE, World, all_reduce_sum, data_parallel, shard_range
 from iclr26.uvu.data import Transitions
 
 
@@ -57,6 +57,7 @@ def fit(
     batch_size: int | None = None,
     optimizer: Literal["adam", "sgd"] = "adam",
     progress: Callable[[Iterable[int]], Iterable[int]] | None = None,
+    world: World = SINGLE,
 ) -> FitResult:
     """Train the parameters of ``model`` that require gradients on ``data``.
 
@@ -69,6 +70,8 @@ def fit(
         batch_size: transitions per step; ``None`` = the full data set every step (full-batch gradient descent).
         optimizer: ``"adam"`` or plain ``"sgd"`` (gradient descent, as in the NTK analysis).
         progress: optional wrapper of the step iterator (a progress bar).
+        world: the processes training together (the run's ``ctx.world``); with more than one, each rank trains on
+            its shard of every global batch (:func:`shard_loss`) and DDP averages the gradients.
 
     Returns:
         :class:`FitResult`.
@@ -90,8 +93,7 @@ def fit(
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     iterator: Iterable[int] = range(steps) if progress is None else progress(range(steps))
     losses: list[float] = []
-    world = current_world()
-    net = data_parallel_loss(model, model.loss) if world.is_distributed else None
+    net = data_parallel_loss(model, model.loss, world) if world.is_distributed else None
     start, start_cpu = time.perf_counter(), time.process_time()
     for step in iterator:
         batch = data if batch_size is None else data.sample(batch_size, generator)
@@ -121,18 +123,16 @@ class _LossOf(nn.Module):
         return self._loss(batch)
 
 
-def data_parallel_loss(model: nn.Module, loss: Callable[[Transitions], Tensor]) -> nn.Module:
-    """``loss`` (a function of a batch, training ``model``'s parameters) as a DistributedDataParallel module.
+def data_parallel_loss(model: nn.Module, loss: Callable[[Transitions], Tensor], world: World) -> nn.Module:
+    """``loss`` (a function of a batch, training ``model``'s parameters) as a module its ranks train together
+    (:func:`iclr26.common.distributed.data_parallel`: DistributedDataParallel in a multi-process ``world``).
 
     Raises:
         TypeError: if ``model`` is not an ``nn.Module`` (DDP needs its parameters).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"data-parallel training needs an nn.Module model, got {type(model).__name__}")
-    device = next(model.parameters()).device
-    return nn.parallel.DistributedDataParallel(
-        _LossOf(model, loss), device_ids=[device.index] if device.type == "cuda" else None
-    )
+    return data_parallel(_LossOf(model, loss), world, device=next(model.parameters()).device)
 
 
 def shard_loss(net: nn.Module, batch: Transitions, world: World) -> tuple[Tensor, float]:
@@ -156,5 +156,5 @@ def shard_loss(net: nn.Module, batch: Transitions, world: World) -> tuple[Tensor
     rows = torch.arange(shard.start, shard.stop, device=batch.states.device)
     loss = net(batch.index(rows))
     share = len(shard) / n
-    (value,) = all_reduce_sum([loss.detach().item() * share])
+    (value,) = all_reduce_sum([loss.detach().item() * share], device=loss.device)
     return loss * (share * world.size), value

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from iclr26.uvu.data import Transitions
-from iclr26.uvu.networks import check_independent
+from iclr26.uvu.model import check_independent
 from iclr26.uvu.td import synthetic_reward, uvu_td_loss, uvu_uncertainty
 
 
@@ -36,7 +36,7 @@ class UVU(nn.Module):
     ``r_g = g(s, a, z) - γ g(s', a', z)``.
 
     Both networks take ``(states (B, D_s), actions, tasks (B, D_z))`` and return ``(B, H)`` (e.g.
-    :class:`iclr26.uvu.networks.UniversalMLP`); they must be independently initialised and produce outputs of the
+    :class:`iclr26.uvu.model.UniversalMLP`); they must be independently initialised and produce outputs of the
     same shape. The target is frozen here (``requires_grad = False``); optimise :meth:`trainable_parameters`.
 
     Example::
