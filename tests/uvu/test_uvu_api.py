@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iclr26.uvu import RND, UVU, UniversalMLP
+from iclr26.uvu import RND, UVU, NTKLinear, StackedNetworks, UniversalMLP
 
 
 def _net(**kwargs) -> UniversalMLP:
-    return UniversalMLP(4, 3, num_actions=2, hidden=(8,), num_heads=2, **kwargs)
+    return UniversalMLP(4, 3, num_actions=2, hidden=(8,), **{"num_heads": 2, **kwargs})
 
 
 def _query(b: int = 5):
@@ -88,3 +88,29 @@ def test_a_deep_copied_target_is_refused_with_the_reason():
     with torch.no_grad():
         next(g.parameters()).add_(1e-3)  # one parameter differs: two distinct initialisations
     UVU(u, g, gamma=0.9)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"sigma_w": float("nan")}, "sigma_w"),
+        ({"sigma_w": 0.0}, "sigma_w"),
+        ({"sigma_w": float("inf")}, "sigma_w"),
+        ({"sigma_b": float("nan")}, "sigma_b"),
+        ({"sigma_b": -0.1}, "sigma_b"),
+    ],
+)
+def test_ntk_scales_outside_their_range_are_refused_naming_them(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name} must be a finite"):
+        UniversalMLP(4, 3, num_actions=2, hidden=(8,), parameterization="ntk", **kwargs)
+    with pytest.raises(ValueError, match=f"^{name} must be a finite"):
+        NTKLinear(4, 3, **kwargs)
+
+
+def test_mismatched_heads_are_refused_when_uvu_or_rnd_is_built():
+    with pytest.raises(ValueError, match="^online and target .* outputs 8 vs 4"):
+        UVU(UniversalMLP(4, 3, num_actions=2, num_heads=8), UniversalMLP(4, 3, num_actions=2, num_heads=4), gamma=0.9)
+    # stacked copies count as heads: 3 copies of one head against 4
+    with pytest.raises(ValueError, match="^predictor and target .* outputs 3 vs 4"):
+        RND(StackedNetworks(lambda: _net(num_heads=1), 3), StackedNetworks(lambda: _net(num_heads=1), 4))
+    UVU(StackedNetworks(lambda: _net(num_heads=1), 3), StackedNetworks(lambda: _net(num_heads=1), 3), gamma=0.9)

@@ -1,4 +1,4 @@
-"""Issue 19: UVU's trainers (``fit`` for UVU, ensembles and RND; the offline CQL Q-function) under torchrun.
+"""UVU's trainers (``fit`` for UVU, ensembles and RND; the offline CQL Q-function) under torchrun.
 
 Each rank keeps its contiguous shard of the global batch (:func:`iclr26.uvu.training.shard_loss`), weights its mean
 loss by ``world_size ×`` its share, and DDP averages the gradients: the global batch's step on every rank.

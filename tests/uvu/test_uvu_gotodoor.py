@@ -9,7 +9,7 @@ import torch
 from iclr26.uvu.gotodoor import DONE, NUM_ACTIONS, GoToDoorFamily
 from iclr26.uvu.offline import CQLConfig, DiscreteQNetwork, cql_loss, train_cql_dqn
 from iclr26.uvu.rejection import oracle_curve, rank_correlation, rejection_curve, rejection_grid
-from iclr26.uvu.studies import _episodes_to_transitions, held_out
+from iclr26.uvu.studies import episodes_to_transitions, held_out
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_cut_off_episodes_are_not_terminal(family):
     task = family.reset(5)
     episode = family.collect(task, epsilon=0.0, max_steps=2, rng=np.random.default_rng(0))
     assert len(episode.actions) == 2 and episode.dones.sum() == 0
-    data = _episodes_to_transitions([episode], family.task_dim, torch.device("cpu"))
+    data = episodes_to_transitions([episode], family.task_dim, torch.device("cpu"))
     assert len(data) == 2 and data.tasks[0, task.target_color] == 1
     with pytest.raises(ValueError, match="epsilon"):
         family.collect(task, epsilon=1.5, max_steps=2, rng=np.random.default_rng(0))

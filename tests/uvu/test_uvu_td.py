@@ -150,13 +150,36 @@ def test_wide_network_uvu_small_on_covered_large_off_data():
     assert eps2[closed].max() < 0.05 * eps2[~covered].mean()
 
 
-def test_shape_mismatch_between_online_and_target_is_an_error():
+def test_shape_mismatch_between_online_and_target_is_refused_at_construction():
+    """Two UniversalMLPs state their inputs and heads: 2 heads against 3 is refused before any call."""
+    with pytest.raises(ValueError, match="online and target .* differ in outputs 2 vs 3"):
+        UVU(
+            UniversalMLP(5, 2, num_actions=3, hidden=(8,), num_heads=2),
+            UniversalMLP(5, 2, num_actions=3, hidden=(8,), num_heads=3),
+            gamma=0.9,
+        )
+    with pytest.raises(ValueError, match="differ in state_dim 5 vs 6"):
+        UVU(
+            UniversalMLP(5, 2, num_actions=3, hidden=(8,)),
+            UniversalMLP(6, 2, num_actions=3, hidden=(8,)),
+            gamma=0.9,
+        )
+
+
+class _Opaque(nn.Module):
+    """A network that states no signature: its output shape is only known at the first call."""
+
+    def __init__(self, heads: int) -> None:
+        super().__init__()
+        self.net = UniversalMLP(5, 2, num_actions=3, hidden=(8,), num_heads=heads)
+
+    def forward(self, states, actions, tasks):
+        return self.net(states, actions, tasks)
+
+
+def test_shape_mismatch_of_networks_without_a_signature_is_an_error_at_the_first_call():
     torch.manual_seed(0)
-    uvu = UVU(
-        UniversalMLP(5, 2, num_actions=3, hidden=(8,), num_heads=2),
-        UniversalMLP(5, 2, num_actions=3, hidden=(8,), num_heads=3),
-        gamma=0.9,
-    )
+    uvu = UVU(_Opaque(2), _Opaque(3), gamma=0.9)
     batch = _batch(4, torch.Generator().manual_seed(0))
     with pytest.raises(ValueError, match="online.*target"):
         uvu.loss(batch)

@@ -1,172 +1,168 @@
-"""The verdict of the reproduction: decided by AUC, parameters and counted multiply-adds, never by a time."""
+"""The verdict on synthetic numbers: each gate, each part and each control can flip it; costs are counted, not timed.
+
+The held case (``_held()``), by hand, with ``confidence`` 0.95 over 3 replicates (t_{0.95, 2} = 2.919986):
+
+- NTK: gaps 0.8, 0.5, 0.4, 0.25 at widths 16..1024, noise mean 0.2, quantile 0.3; the width^-1/2 bounds are
+  0.3 + 0.6 * sqrt(16 / w) = 0.9, 0.6, 0.45, 0.375: every gap within, and 0.25 <= 0.3 < 0.8. RND's gap 0.6 > 0.3:
+  the control fails the test, as it must.
+- rejection: UVU - ensemble per replicate +0.02, 0, -0.01 -> mean 0.00333, sd 0.01528, lower bound
+  0.00333 - 2.92 * 0.01528 / sqrt(3) = -0.0224 >= -0.03; RND - ensemble -0.07, -0.10, -0.05 -> lower bound -0.115
+  < -0.03: the control fails; ensemble - base success 0.18, 0.24, 0.18 -> lower bound 0.142 > 0.03: the gate passes.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from iclr26.common.experiment import RunContext
-from iclr26.uvu import experiment
-from iclr26.uvu.cost import CountedCost
-from iclr26.uvu.experiment import UVUConfig
-from iclr26.uvu.studies import MethodScore, NTKStudy, RejectionStudy
+from iclr26.uvu.config import UVUConfig
+from iclr26.uvu.verdict import Measurements, ntk_rate_check, verdict
+
+REF = "ensemble-3"  # the smoke preset's largest ensemble
+T_95_2 = 2.919986  # one-sided 95% Student-t quantile with 2 degrees of freedom
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    """``run`` registers its figures with the context; without the runner nobody saves and closes them."""
-    yield
-    plt.close("all")
-
-
-def _ntk() -> NTKStudy:
-    """Gap 0.8 -> 0.2 under a sampling bound of 0.3: part 1 holds."""
-    m = np.array([0.1, 0.2, 0.3])
-    return NTKStudy(
-        widths=[8, 32],
-        gap=[0.8, 0.2],
-        gap_uvu_theory=[0.2, 0.1],
-        gap_ensemble_theory=[0.9, 0.1],
-        mean_ratio=[0.5, 0.9],
-        spearman=[0.9, 0.95],
-        residual=[(1e-3, 1e-3), (1e-4, 1e-4)],
-        noise_gap_mean=0.2,
-        noise_gap_quantile=0.3,
-        steps=10,
-        theory=m,
-        ensemble=m,
-        uvu_half=m,
-        rnd_half=m,
-        categories=np.array([0, 1, 2]),
-        q_true=m,
-        ensemble_mean=m,
+def _held(**changes) -> Measurements:
+    m = Measurements(
+        ntk_widths=[16, 64, 256, 1024],
+        ntk_gap=[0.8, 0.5, 0.4, 0.25],
+        ntk_noise_mean=0.2,
+        ntk_noise_quantile=0.3,
+        ntk_rnd_gap=0.6,
+        ntk_value_error=1e-4,
+        ntk_value_scale=0.5,
+        auc={"UVU": [0.45, 0.62, 0.47], REF: [0.43, 0.62, 0.48], "RND": [0.36, 0.52, 0.43]},
+        base_success=[0.25, 0.38, 0.30],
+        reference=REF,
+        params={"UVU": 200, REF: 1000},
+        update_macs={"UVU": 400, REF: 1000},
+        query_macs={"UVU": 100, REF: 300},
     )
+    return dataclasses.replace(m, **changes)
 
 
-def _method(name: str, auc: float, params: int, update_macs: int, time_s: float) -> MethodScore:
-    return MethodScore(
-        name=name,
-        uncertainty=np.array([0.1, 0.2, 0.3, 0.4]),
-        curve=np.array([0.5, 0.6]),
-        auc=auc,
-        spearman=0.5,
-        trained_params=params,
-        total_params=params,
-        cost=CountedCost(update_macs=update_macs, query_macs=update_macs // 3),
-        train_time_s=time_s,
-        train_wall_time_s=time_s,
-    )
+def _config(**changes) -> UVUConfig:
+    return dataclasses.replace(UVUConfig.preset("smoke"), **changes)
 
 
-def _rejection(uvu_macs: int, uvu_time: float, ensemble_time: float) -> RejectionStudy:
-    methods = [
-        _method("UVU", 0.44, 200, uvu_macs, uvu_time),
-        _method("ensemble-2", 0.40, 200, 400, ensemble_time),
-        _method("ensemble-3", 0.45, 1000, 1000, ensemble_time),
-        _method("RND", 0.38, 200, 300, uvu_time),
-    ]
-    return RejectionStudy(
-        fractions=np.array([0.0, 0.5]),
-        methods=methods,
-        oracle_curve=np.array([0.5, 1.0]),
-        oracle_auc=0.7,
-        base_success=0.5,
-        group_names=["seen", "new"],
-        groups=np.array([0, 0, 1, 1]),
-        success=np.array([1.0, 0.0, 1.0, 0.0]),
-        value_error=np.array([0.1, 0.2, 0.3, 0.4]),
-        transitions=8,
-        auc_difference_ci=(-0.02, 0.01),
-        dqn_time_s=1.0,
-        time_basis="process CPU time",
-    )
+def test_held_when_both_parts_hold_and_both_controls_fail():
+    v = verdict(_held(), _config())
+    assert v.status == "held" and v.failed_gates == ()
+    ev = v.evidence
+    assert ev["ntk_held"] and ev["rejection_held"] and ev["controls_fail"]
+    assert not ev["ntk_rnd_matches"] and not ev["rejection_rnd_matches"]
+    assert ev["ntk_rate_bound"] == pytest.approx([0.9, 0.6, 0.45, 0.375])
+    diff = ev["auc_uvu_minus_largest_ensemble"]
+    assert diff["per_seed"] == pytest.approx([0.02, 0.0, -0.01])
+    sd = np.std([0.02, 0.0, -0.01], ddof=1)
+    assert diff["lower_bound"] == pytest.approx(0.02 / 6 - T_95_2 * sd / np.sqrt(3), abs=1e-6)
+    gate = ev["gates"]["reference_beats_random_rejection"]
+    assert gate["auc_reference_minus_base_success"]["per_seed"] == pytest.approx([0.18, 0.24, 0.18])
+    assert set(ev["thresholds"]) == {
+        "ntk_noise_quantile",
+        "ntk_width_exponent",
+        "ntk_value_tolerance",
+        "auc_tolerance",
+        "confidence",
+        "max_compute_fraction",
+    }
+    assert "RND control 0.60" in v.measurement and "0.40x training multiply-adds" in v.measurement
 
 
 @pytest.mark.parametrize(
-    ("uvu_macs", "uvu_time", "ensemble_time", "held"),
+    ("changes", "flag"),
     [
-        (400, 9.0, 1.0, True),  # 0.4x the multiply-adds: held, although UVU's time was 9x the ensemble's
-        (600, 0.1, 9.0, False),  # 0.6x the multiply-adds: not held, although UVU's time was 1/90 of it
-        (500, 5.0, 1.0, True),  # exactly max_compute_fraction = 0.5: held (at most)
+        ({"ntk_rnd_gap": 0.28}, "ntk_rnd_matches"),  # RND's γ = 0 error within the noise of the ensemble variance
+        (
+            {"auc": {"UVU": [0.45, 0.62, 0.47], REF: [0.43, 0.62, 0.48], "RND": [0.44, 0.61, 0.49]}},
+            "rejection_rnd_matches",
+        ),
+    ],
+    ids=["ntk-control", "rejection-control"],
+)
+def test_a_control_that_passes_makes_the_claim_not_held(changes, flag):
+    """If the myopic RND passes the test UVU passes, the test cannot tell UVU's propagated uncertainty apart."""
+    v = verdict(_held(**changes), _config())
+    assert v.status == "not held" and v.evidence[flag] is True and v.evidence["controls_fail"] is False
+    assert v.evidence["ntk_held"] and v.evidence["rejection_held"]  # only the control changed
+
+
+@pytest.mark.parametrize(
+    ("changes", "gate"),
+    [
+        ({"ntk_value_error": 0.1}, "ntk_ensemble_learned_values"),  # 0.1 > 0.05 * 0.5
+        ({"ntk_value_error": None, "ntk_value_scale": None}, "ntk_ensemble_learned_values"),  # no covered future
+        ({"base_success": [0.42, 0.60, 0.47]}, "reference_beats_random_rejection"),  # ensemble ~ random ranking
+        (
+            {"base_success": [0.0, 0.0, 0.0], "auc": {"UVU": [0.0] * 3, REF: [0.0] * 3, "RND": [0.0] * 3}},
+            "reference_beats_random_rejection",
+        ),  # the policy solved no test task: nothing to rank
+    ],  # fmt: skip
+    ids=["values-not-learned", "no-covered-future", "reference-at-random", "policy-solved-nothing"],
+)
+def test_a_failed_gate_gives_inconclusive_naming_it(changes, gate):
+    v = verdict(_held(**changes), _config())
+    assert v.status == "inconclusive" and v.failed_gates == (gate,)
+    assert f"gate failed: {gate}" in v.measurement
+
+
+def test_a_random_ranking_cannot_pass():
+    """The laziest estimator, a constant uncertainty, ranks tasks at random: its AUC is the base success rate."""
+    lazy = _held(auc={"UVU": [0.25, 0.38, 0.30], REF: [0.43, 0.62, 0.48], "RND": [0.36, 0.52, 0.43]})
+    v = verdict(lazy, _config())
+    assert v.status == "not held" and v.evidence["rejection_held"] is False
+
+
+@pytest.mark.parametrize(
+    ("uvu_macs", "held"),
+    [
+        (400, "held"),  # 0.4x the multiply-adds
+        (600, "not held"),  # 0.6x > max_compute_fraction 0.5
+        (500, "held"),  # exactly 0.5: held (at most)
     ],
 )
-def test_verdict_rests_on_counted_cost_not_time(tmp_path, monkeypatch, uvu_macs, uvu_time, ensemble_time, held):
-    config = UVUConfig.preset("smoke")
-    monkeypatch.setattr(experiment, "ntk_study", lambda config, ctx: _ntk())
-    monkeypatch.setattr(
-        experiment, "rejection_study", lambda config, ctx, replicate=0: _rejection(uvu_macs, uvu_time, ensemble_time)
-    )
-    out = experiment.run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
-    ev = out.evidence
-    # AUC shortfall 0.45 - 0.44 = 0.01 <= 0.03 and params 200 / 1000 = 0.2 <= 0.5: only the MACs decide here
-    assert ev["auc_shortfall_vs_largest_ensemble"] == pytest.approx(0.01)
-    assert ev["param_ratio_uvu_over_ensemble"] == pytest.approx(0.2)
-    assert ev["update_macs_ratio_uvu_over_ensemble"] == pytest.approx(uvu_macs / 1000)
-    assert ev["ntk_held"] is True
-    assert ev["rejection_held"] is held and out.claim_held is held
-    assert out.timings["time_ratio_uvu_over_largest_ensemble"] == pytest.approx(uvu_time / ensemble_time)
-    assert f"{uvu_macs / 1000:.2f}x training multiply-adds" in out.measurement
+def test_verdict_rests_on_counted_cost(uvu_macs, held):
+    v = verdict(_held(update_macs={"UVU": uvu_macs, REF: 1000}), _config())
+    assert v.status == held
+    assert v.evidence["update_macs_ratio_uvu_over_ensemble"] == pytest.approx(uvu_macs / 1000)
+    assert not any("time" in key for key in v.evidence)
 
 
-def test_verdict_uses_the_configured_tolerances(tmp_path, monkeypatch):
-    monkeypatch.setattr(experiment, "ntk_study", lambda config, ctx: _ntk())
-    monkeypatch.setattr(experiment, "rejection_study", lambda config, ctx, replicate=0: _rejection(400, 1.0, 1.0))
-    strict = dataclasses.replace(UVUConfig.preset("smoke"), auc_tolerance=0.005)  # shortfall 0.01 > 0.005
-    out = experiment.run(strict, RunContext(out_dir=tmp_path, seed=0, quiet=True))
-    assert out.evidence["rejection_held"] is False
-    assert out.evidence["thresholds"]["auc_tolerance"]["value"] == 0.005
-    # the NTK gap 0.2 must not exceed the sampling bound 0.3 and must fall: a bound of 0.1 fails part 1
-    monkeypatch.setattr(
-        experiment, "ntk_study", lambda config, ctx: dataclasses.replace(_ntk(), noise_gap_quantile=0.1)
-    )
-    out = experiment.run(UVUConfig.preset("smoke"), RunContext(out_dir=tmp_path, seed=0, quiet=True))
-    assert out.evidence["ntk_held"] is False and out.claim_held is False
+def test_more_parameters_than_the_fraction_is_not_held():
+    v = verdict(_held(params={"UVU": 600, REF: 1000}), _config())
+    assert v.status == "not held" and v.evidence["param_ratio_uvu_over_ensemble"] == pytest.approx(0.6)
 
 
-def test_measurement_says_when_the_rejection_auc_is_not_informative(tmp_path, monkeypatch):
-    failed = dataclasses.replace(_rejection(400, 1.0, 1.0), success=np.zeros(4), base_success=0.0, oracle_auc=0.0)
-    monkeypatch.setattr(experiment, "ntk_study", lambda config, ctx: _ntk())
-    monkeypatch.setattr(experiment, "rejection_study", lambda config, ctx, replicate=0: failed)
-    out = experiment.run(UVUConfig.preset("smoke"), RunContext(out_dir=tmp_path, seed=0, quiet=True))
-    assert "rejection AUC not informative (the policy solved 0/4, 0/4 test tasks)" in out.measurement
-    assert "UVU 0.440" not in out.measurement
+def test_verdict_uses_the_configured_tolerances():
+    strict = verdict(_held(), _config(auc_tolerance=0.005))  # lower bound -0.0224 < -0.005
+    assert strict.status == "not held" and strict.evidence["rejection_held"] is False
+    assert strict.evidence["thresholds"]["auc_tolerance"]["value"] == 0.005
+    # a noise quantile of 0.1 fails part 1: the gap 0.25 at the largest width exceeds it
+    assert verdict(_held(ntk_noise_quantile=0.1, ntk_rnd_gap=0.6), _config()).status == "not held"
 
 
-def test_rejection_verdict_rests_on_the_bound_over_replicates(tmp_path, monkeypatch):
-    """Issue 17: the rejection verdict reads the one-sided Student-t bound over replicates, not one seed.
-
-    UVU - ensemble AUC per replicate: +0.01, -0.02, -0.05 -> mean -0.02, sd = sqrt((0.03² + 0 + 0.03²) / 2) = 0.03,
-    se = 0.03 / sqrt(3) = 0.01732; t_{0.95, 2} = 2.919986 -> lower bound -0.02 - 0.050575 = -0.070575. The mean
-    shortfall 0.02 is within auc_tolerance = 0.03, but the bound is not: not held. With tolerance 0.08: held."""
-    shifts = {0: 0.01, 1: -0.02, 2: -0.05}
-
-    def study(config, ctx, replicate=0):
-        base = _rejection(400, 1.0, 1.0)
-        methods = [dataclasses.replace(base.methods[0], auc=0.45 + shifts[replicate]), *base.methods[1:]]
-        return dataclasses.replace(base, methods=methods)
-
-    monkeypatch.setattr(experiment, "ntk_study", lambda config, ctx: _ntk())
-    monkeypatch.setattr(experiment, "rejection_study", study)
-    config = dataclasses.replace(UVUConfig.preset("smoke"), rejection_seeds=3)
-    out = experiment.run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
-    diff = out.evidence["auc_uvu_minus_largest_ensemble"]
+def test_rejection_verdict_rests_on_the_bound_over_replicates():
+    """UVU - ensemble AUC per replicate +0.01, -0.02, -0.05 -> mean -0.02, sd 0.03, se 0.01732; lower bound
+    -0.02 - 2.919986 * 0.01732 = -0.070575. The mean shortfall 0.02 is within auc_tolerance 0.03, the bound is
+    not: not held. With tolerance 0.08: held (the gate's ensemble gain, lower bound 0.142, still exceeds 0.08)."""
+    m = _held(auc={"UVU": [0.44, 0.60, 0.43], REF: [0.43, 0.62, 0.48], "RND": [0.30, 0.45, 0.33]})
+    v = verdict(m, _config())
+    diff = v.evidence["auc_uvu_minus_largest_ensemble"]
     assert diff["per_seed"] == pytest.approx([0.01, -0.02, -0.05])
     assert diff["mean"] == pytest.approx(-0.02)
-    assert diff["lower_bound"] == pytest.approx(-0.02 - 2.919986 * 0.03 / np.sqrt(3), abs=1e-6)
-    assert out.evidence["auc_shortfall_vs_largest_ensemble"] == pytest.approx(0.02)
-    assert out.evidence["rejection_held"] is False
-    loose = dataclasses.replace(config, auc_tolerance=0.08)
-    assert experiment.run(loose, RunContext(out_dir=tmp_path, seed=0, quiet=True)).evidence["rejection_held"] is True
+    assert diff["lower_bound"] == pytest.approx(-0.02 - T_95_2 * 0.03 / np.sqrt(3), abs=1e-6)
+    assert v.evidence["auc_shortfall_vs_largest_ensemble"] == pytest.approx(0.02)
+    assert v.status == "not held" and v.evidence["rejection_held"] is False
+    assert verdict(m, _config(auc_tolerance=0.08)).status == "held"
 
 
 def test_ntk_rate_check_by_hand():
     """Widths 16, 64, 256, 1024; noise mean 0.2, quantile 0.3; gap 0.8 at width 16 -> excess 0.6. With exponent 1/2
     the bound at width w is 0.3 + 0.6 * sqrt(16 / w): 0.9, 0.6, 0.45, 0.375."""
     widths = [16, 64, 256, 1024]
-    good = experiment.ntk_rate_check(widths, [0.8, 0.5, 0.4, 0.25], 0.2, 0.3, exponent=0.5)
+    good = ntk_rate_check(widths, [0.8, 0.5, 0.4, 0.25], 0.2, 0.3, exponent=0.5)
     assert good["bound"] == pytest.approx([0.9, 0.6, 0.45, 0.375])
     assert good["within"] is True
     # excesses 0.6, 0.3, 0.2, 0.05 over log widths: the least-squares slope of log excess
@@ -174,34 +170,22 @@ def test_ntk_rate_check_by_hand():
     y = np.log([0.6, 0.3, 0.2, 0.05])
     assert good["slope"] == pytest.approx(np.polyfit(x, y, 1)[0])
     # a gap that stalls above the predicted trend (0.5 at width 256 > 0.45) misses it
-    stalled = experiment.ntk_rate_check(widths, [0.8, 0.5, 0.5, 0.25], 0.2, 0.3, exponent=0.5)
+    stalled = ntk_rate_check(widths, [0.8, 0.5, 0.5, 0.25], 0.2, 0.3, exponent=0.5)
     assert stalled["within"] is False
     # a smallest width already at the noise level: the bound is the noise quantile itself
-    flat = experiment.ntk_rate_check(widths, [0.1, 0.15, 0.31, 0.2], 0.2, 0.3, exponent=0.5)
+    flat = ntk_rate_check(widths, [0.1, 0.15, 0.31, 0.2], 0.2, 0.3, exponent=0.5)
     assert flat["bound"] == pytest.approx([0.3] * 4) and flat["within"] is False and flat["slope"] is None
 
 
-def test_ntk_verdict_needs_the_width_rate(tmp_path, monkeypatch):
-    """Widths 16, 64, 1024, gaps 0.8, 0.7, 0.2, noise mean 0.2 and quantile 0.3: the old rule holds (0.2 <= 0.3 and
-    0.2 < 0.8), but at width 64 the width^-1/2 bound is 0.3 + 0.6 * sqrt(16/64) = 0.6 < 0.7, so part 1 fails. With a
-    slower predicted rate (exponent 0.1: 0.3 + 0.6 * 4^-0.1 = 0.8223) the same gaps hold."""
-    three = dataclasses.replace(
-        _ntk(),
-        widths=[16, 64, 1024],
-        gap=[0.8, 0.7, 0.2],
-        gap_uvu_theory=[0.2, 0.1, 0.1],
-        gap_ensemble_theory=[0.9, 0.5, 0.1],
-        mean_ratio=[0.5, 0.7, 0.9],
-        spearman=[0.9, 0.9, 0.95],
-        residual=[(1e-3, 1e-3)] * 3,
-    )
-    monkeypatch.setattr(experiment, "rejection_study", lambda config, ctx, replicate=0: _rejection(400, 1.0, 1.0))
-    monkeypatch.setattr(experiment, "ntk_study", lambda config, ctx: three)
-    out = experiment.run(UVUConfig.preset("smoke"), RunContext(out_dir=tmp_path, seed=0, quiet=True))
-    assert out.evidence["ntk_rate_bound"][1] == pytest.approx(0.6)
-    assert out.evidence["ntk_rate_within"] is False and out.evidence["ntk_held"] is False
-    assert "width^-0.5 bound missed" in out.measurement
-    slow = dataclasses.replace(UVUConfig.preset("smoke"), ntk_width_exponent=0.1)
-    out = experiment.run(slow, RunContext(out_dir=tmp_path, seed=0, quiet=True))
-    assert out.evidence["ntk_rate_bound"][1] == pytest.approx(0.3 + 0.6 * 4**-0.1)
-    assert out.evidence["ntk_held"] is True
+def test_ntk_verdict_needs_the_width_rate():
+    """Widths 16, 64, 1024, gaps 0.8, 0.7, 0.2, noise mean 0.2 and quantile 0.3: 0.2 <= 0.3 and 0.2 < 0.8, but at
+    width 64 the width^-1/2 bound is 0.3 + 0.6 * sqrt(16/64) = 0.6 < 0.7, so part 1 fails. With a slower predicted
+    rate (exponent 0.1: 0.3 + 0.6 * 4^-0.1 = 0.8223) the same gaps hold."""
+    three = _held(ntk_widths=[16, 64, 1024], ntk_gap=[0.8, 0.7, 0.2])
+    v = verdict(three, _config())
+    assert v.evidence["ntk_rate_bound"][1] == pytest.approx(0.6)
+    assert v.evidence["ntk_rate_within"] is False and v.evidence["ntk_held"] is False and v.status == "not held"
+    assert "width^-0.5 bound missed" in v.measurement
+    slow = verdict(three, _config(ntk_width_exponent=0.1))
+    assert slow.evidence["ntk_rate_bound"][1] == pytest.approx(0.3 + 0.6 * 4**-0.1)
+    assert slow.evidence["ntk_held"] is True and slow.status == "held"

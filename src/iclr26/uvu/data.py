@@ -74,13 +74,22 @@ class Transitions:
     def __len__(self) -> int:
         return self.states.shape[0]
 
+    def _derived(self, values: dict[str, Tensor]) -> Transitions:
+        """Transitions derived from these ones by a selection of rows or a move of device, not validated again: the
+        values were checked when the data set was built, and a check per minibatch would cost a host sync per step
+        on a GPU."""
+        out = object.__new__(Transitions)
+        for name, value in values.items():
+            object.__setattr__(out, name, value)
+        return out
+
     def index(self, idx: Tensor) -> Transitions:
         """The rows ``idx`` (a minibatch); ``idx`` is a ``(B,)`` integer tensor."""
-        return Transitions(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+        return self._derived({f.name: getattr(self, f.name)[idx] for f in fields(self)})
 
     def to(self, device: torch.device | str) -> Transitions:
         """The same transitions on ``device``."""
-        return Transitions(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+        return self._derived({f.name: getattr(self, f.name).to(device) for f in fields(self)})
 
     def with_next_actions(self, next_actions: Tensor) -> Transitions:
         """The same transitions with ``a'`` relabelled by a (new) policy ``π``."""

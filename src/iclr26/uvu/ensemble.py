@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from iclr26.uvu.data import Transitions
+from iclr26.uvu.model import signature_of
 from iclr26.uvu.td import ensemble_variance, td_loss, td_target
 
 
@@ -50,6 +51,12 @@ class StackedNetworks(nn.Module):
         # A weight-free template for functional_call, kept out of the module tree so it holds no parameters.
         self._template = [copy.deepcopy(members[0]).to("meta")]
         self.size = size
+
+    def signature(self) -> dict[str, int | None] | None:
+        """The member's signature (:func:`iclr26.uvu.model.signature_of`) with ``outputs`` multiplied by ``K``,
+        or None when the member states none."""
+        member = signature_of(self._template[0])
+        return None if member is None else {**member, "outputs": member["outputs"] * self.size}
 
     def member_parameters(self) -> int:
         """Scalar parameters of one copy."""

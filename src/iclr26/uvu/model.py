@@ -33,12 +33,19 @@ class NTKLinear(nn.Module):
     Args:
         fan_in: input features.
         fan_out: output features.
-        sigma_w: weight scale ``σ_w``.
-        sigma_b: bias scale ``σ_b``; 0 drops the bias.
+        sigma_w: weight scale ``σ_w > 0``.
+        sigma_b: bias scale ``σ_b >= 0``; 0 drops the bias.
+
+    Raises:
+        ValueError: for non-positive sizes, a ``sigma_w`` that is not a finite positive number or a ``sigma_b``
+            that is not a finite non-negative number (named).
     """
 
     def __init__(self, fan_in: int, fan_out: int, *, sigma_w: float = 1.0, sigma_b: float = 0.0) -> None:
         super().__init__()
+        if fan_in <= 0 or fan_out <= 0:
+            raise ValueError(f"fan_in and fan_out must be positive, got {fan_in} and {fan_out}")
+        check_scales(sigma_w, sigma_b)
         self.weight = nn.Parameter(torch.randn(fan_out, fan_in))
         self.bias = nn.Parameter(torch.randn(fan_out)) if sigma_b > 0 else None
         self.scale = sigma_w / math.sqrt(fan_in)
@@ -61,11 +68,12 @@ class UniversalMLP(nn.Module):
         hidden: hidden layer widths.
         num_heads: output heads ``H``.
         parameterization: ``"standard"`` or ``"ntk"`` (see the module docstring).
-        sigma_w: NTK weight scale (ignored for ``"standard"``).
-        sigma_b: NTK bias scale; 0 for no biases (ignored for ``"standard"``).
+        sigma_w: NTK weight scale, finite and positive (ignored for ``"standard"``).
+        sigma_b: NTK bias scale, finite and non-negative; 0 for no biases (ignored for ``"standard"``).
 
     Raises:
-        ValueError: for non-positive sizes or when both or neither of ``num_actions``/``action_dim`` are given.
+        ValueError: for non-positive sizes, when both or neither of ``num_actions``/``action_dim`` are given, or
+            for a ``sigma_w``/``sigma_b`` outside its range (NaN included), named.
     """
 
     def __init__(
@@ -95,6 +103,7 @@ class UniversalMLP(nn.Module):
             raise ValueError(f"hidden must be a non-empty tuple of positive widths, got {hidden}")
         if parameterization not in ("standard", "ntk"):
             raise ValueError(f"parameterization must be 'standard' or 'ntk', got {parameterization!r}")
+        check_scales(sigma_w, sigma_b)
         self.state_dim, self.task_dim, self.num_heads = state_dim, task_dim, num_heads
         self.num_actions, self.action_dim = num_actions, action_dim
         self.parameterization = parameterization
@@ -111,6 +120,17 @@ class UniversalMLP(nn.Module):
             if i < len(widths) - 2:
                 layers.append(nn.ReLU())
         self.body = nn.Sequential(*layers)
+
+    def signature(self) -> dict[str, int | None]:
+        """What the network takes and returns: ``state_dim``, ``task_dim``, ``num_actions``, ``action_dim`` and
+        ``outputs`` (``H``); two networks with equal signatures accept the same inputs and give the same shape."""
+        return {
+            "state_dim": self.state_dim,
+            "task_dim": self.task_dim,
+            "num_actions": self.num_actions,
+            "action_dim": self.action_dim,
+            "outputs": self.num_heads,
+        }
 
     def encode(self, states: Tensor, actions: Tensor, tasks: Tensor) -> Tensor:
         """The network input ``[s, enc(a), z]``, shape ``(B, D_s + D_a + D_z)``.
@@ -156,6 +176,25 @@ class UniversalMLP(nn.Module):
         return out.reshape(b, n_a, self.num_heads)
 
 
+def check_scales(sigma_w: float, sigma_b: float) -> None:
+    """Check the NTK scales: ``σ_w`` finite and positive, ``σ_b`` finite and non-negative.
+
+    Raises:
+        ValueError: naming ``sigma_w`` or ``sigma_b`` (NaN and inf included).
+    """
+    if not (math.isfinite(sigma_w) and sigma_w > 0):
+        raise ValueError(f"sigma_w must be a finite positive weight scale, got {sigma_w}")
+    if not (math.isfinite(sigma_b) and sigma_b >= 0):
+        raise ValueError(f"sigma_b must be a finite non-negative bias scale (0 drops the bias), got {sigma_b}")
+
+
+def signature_of(net: nn.Module) -> dict[str, int | None] | None:
+    """``net.signature()`` when the network states what it takes and returns (:meth:`UniversalMLP.signature`,
+    :meth:`iclr26.uvu.ensemble.StackedNetworks.signature`), else None."""
+    signature = getattr(net, "signature", None)
+    return signature() if callable(signature) else None
+
+
 def check_independent(trained: nn.Module, target: nn.Module, *, names: tuple[str, str]) -> None:
     """Check that a trained network and its fixed random target are two separately initialised modules.
 
@@ -170,10 +209,13 @@ def check_independent(trained: nn.Module, target: nn.Module, *, names: tuple[str
         target: the fixed random network ``g``.
         names: the two arguments' names, used in the error message.
 
+    When both networks state their inputs and outputs (:func:`signature_of`), they must agree, so that a pair that
+    could only fail at the first call (e.g. 8 heads against 4) is refused here.
+
     Raises:
         TypeError: if either is not a ``torch.nn.Module`` (e.g. a function or a tensor).
-        ValueError: if ``trained is target``, they share a parameter tensor, or every parameter of one equals the
-            corresponding parameter of the other (identical initialisations).
+        ValueError: if ``trained is target``, they share a parameter tensor, every parameter of one equals the
+            corresponding parameter of the other (identical initialisations), or their signatures differ.
     """
     for name, net in zip(names, (trained, target), strict=True):
         if not isinstance(net, nn.Module):
@@ -182,6 +224,15 @@ def check_independent(trained: nn.Module, target: nn.Module, *, names: tuple[str
             )
     if trained is target:
         raise ValueError(f"{names[0]} and {names[1]} must be two independently initialised networks, got the same one")
+    sig_trained, sig_target = signature_of(trained), signature_of(target)
+    if sig_trained is not None and sig_target is not None and sig_trained != sig_target:
+        differ = {k: (sig_trained.get(k), sig_target.get(k)) for k in sig_trained.keys() | sig_target.keys()}
+        differ = {k: v for k, v in sorted(differ.items()) if v[0] != v[1]}
+        text = ", ".join(f"{k} {a} vs {b}" for k, (a, b) in differ.items())
+        raise ValueError(
+            f"{names[0]} and {names[1]} must take the same inputs and give outputs of the same shape; they differ in "
+            f"{text} (build both with the same sizes and num_heads)"
+        )
     shared = {id(p) for p in trained.parameters()} & {id(p) for p in target.parameters()}
     if shared:
         raise ValueError(

@@ -24,7 +24,8 @@ class RND(nn.Module):
 
     Raises:
         TypeError: if ``predictor`` or ``target`` is not a ``torch.nn.Module``.
-        ValueError: if ``predictor is target`` or they share parameters.
+        ValueError: if ``predictor is target``, they share parameters or have identical values, or their signatures
+            (inputs, number of outputs; :func:`iclr26.uvu.model.signature_of`) differ.
     """
 
     def __init__(self, predictor: nn.Module, target: nn.Module) -> None:

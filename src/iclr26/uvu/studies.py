@@ -373,19 +373,20 @@ def held_out(task: Task) -> bool:
     return task.target_wall == (task.target_color + 1) % 4
 
 
-def _episodes_to_transitions(episodes: list, task_dim: int, device: torch.device) -> Transitions:
+def episodes_to_transitions(episodes: list, task_dim: int, device: torch.device) -> Transitions:
+    """The offline transitions of ``episodes`` (checked on the CPU, then moved to ``device``); ``next_actions`` are
+    the logged actions until relabelled with the learned policy."""
     actions = torch.from_numpy(np.concatenate([e.actions for e in episodes]))
+    codes = torch.tensor(np.concatenate([np.full(len(e.actions), e.task) for e in episodes]))
     return Transitions(
-        states=torch.from_numpy(np.concatenate([e.states for e in episodes])).to(device),
-        actions=actions.to(device),
-        rewards=torch.from_numpy(np.concatenate([e.rewards for e in episodes])).to(device),
-        next_states=torch.from_numpy(np.concatenate([e.next_states for e in episodes])).to(device),
-        next_actions=actions.clone().to(device),  # relabelled with the learned policy below
-        dones=torch.from_numpy(np.concatenate([e.dones for e in episodes])).to(device),
-        tasks=F.one_hot(torch.tensor(np.concatenate([np.full(len(e.actions), e.task) for e in episodes])), task_dim)
-        .float()
-        .to(device),
-    )
+        states=torch.from_numpy(np.concatenate([e.states for e in episodes])),
+        actions=actions,
+        rewards=torch.from_numpy(np.concatenate([e.rewards for e in episodes])),
+        next_states=torch.from_numpy(np.concatenate([e.next_states for e in episodes])),
+        next_actions=actions.clone(),
+        dones=torch.from_numpy(np.concatenate([e.dones for e in episodes])),
+        tasks=F.one_hot(codes, task_dim).float(),
+    ).to(device)
 
 
 def _seed(config: UVUConfig, replicate: int, *keys: int | str) -> int:
@@ -421,7 +422,7 @@ def _train_policy(config: UVUConfig, ctx: RunContext, replicate: int = 0) -> Pol
         for _ in range(config.episodes_per_task):
             cut = int(rng.integers(1, config.truncate_max + 1)) if task in truncated else None
             episodes.append(family.collect(task, epsilon=config.epsilon, max_steps=cut, rng=rng))
-    data = _episodes_to_transitions(episodes, family.task_dim, device)
+    data = episodes_to_transitions(episodes, family.task_dim, device)
     ctx.log(f"gotodoor: {len(data)} transitions from {len(train)} full + {len(truncated)} truncated tasks")
 
     torch.manual_seed(_seed(config, replicate, "dqn-init"))

@@ -56,7 +56,9 @@ class UVU(nn.Module):
 
     Raises:
         TypeError: if ``online`` or ``target`` is not a ``torch.nn.Module`` (e.g. a function or a tensor).
-        ValueError: if ``online is target``, if they share parameters, or for ``gamma`` outside ``[0, 1)``.
+        ValueError: if ``online is target``, if they share parameters or have identical values, if their signatures
+            (inputs, number of outputs; :func:`iclr26.uvu.model.signature_of`) differ, or for ``gamma`` outside
+            ``[0, 1)``.
     """
 
     def __init__(self, online: nn.Module, target: nn.Module, *, gamma: float) -> None:
