@@ -10,7 +10,7 @@ from torch import nn
 
 from iclr26.uvu import UVU, Transitions, UniversalMLP, synthetic_reward, td_loss, td_target, uvu_td_loss
 from iclr26.uvu.mdp import FiniteMDP
-from iclr26.uvu.training import fit
+from iclr26.uvu.training import LossLog, fit
 
 
 def test_synthetic_reward_by_hand():
@@ -261,3 +261,20 @@ def test_network_input_errors_name_the_argument():
         net(batch.states, batch.actions, batch.tasks[:, :1])
     with pytest.raises(ValueError, match="exactly one"):
         UniversalMLP(5, 2, hidden=(8,))
+
+
+def test_loss_log_reads_a_gpu_back_in_blocks_and_names_the_first_bad_step():
+    """On a GPU the losses are read back once per CHECK_EVERY steps (no host sync per step); the first non-finite
+    loss is still named by its step. A CUDA device object needs no GPU; the tensors stay on the CPU."""
+    log = LossLog(torch.device("cuda"), what="loss", lr=0.1)
+    for value in (1.0, 2.0, float("nan"), 3.0):
+        log.add(torch.tensor(value))
+    assert log.values == []  # nothing read back yet
+    with pytest.raises(FloatingPointError, match="loss is nan at step 2 .lr=0.1."):
+        log.flush()
+    cpu = LossLog(torch.device("cpu"), what="CQL loss", lr=0.1)
+    cpu.add(torch.tensor(0.5))
+    cpu.add(0.25)  # a float already on the host (the data-parallel path)
+    assert cpu.values == [0.5, 0.25]
+    with pytest.raises(FloatingPointError, match="CQL loss is inf at step 2"):
+        cpu.add(torch.tensor(float("inf")))  # on the CPU each loss is checked as it comes

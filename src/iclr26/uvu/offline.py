@@ -14,7 +14,6 @@ Glossary: ``B`` batch, ``A`` discrete actions, ``D_s`` state features, ``D_z`` t
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -23,7 +22,7 @@ from torch import Tensor, nn
 
 from iclr26.common.distributed import SINGLE, World
 from iclr26.uvu.data import Transitions
-from iclr26.uvu.training import data_parallel_loss, shard_loss
+from iclr26.uvu.training import LossLog, data_parallel_loss, shard_loss
 
 
 class DiscreteQNetwork(nn.Module):
@@ -110,23 +109,21 @@ def train_cql_dqn(
     q_target = copy.deepcopy(q).requires_grad_(False)
     opt = torch.optim.Adam(q.parameters(), lr=config.lr)
     steps = range(config.steps) if progress is None else progress(range(config.steps))
-    losses: list[float] = []
+    log = LossLog(next(q.parameters()).device, what="CQL loss", lr=config.lr)
     net = None
     if world.is_distributed:  # torchrun: DDP over this rank's shard of each global batch (uvu.training.shard_loss)
         net = data_parallel_loss(q, lambda b: cql_loss(q, q_target, b, gamma=config.gamma, alpha=config.alpha), world)
     for step in steps:
         if net is not None:
             loss, value = shard_loss(net, data.sample(config.batch_size, generator), world)
+            log.add(value)
         else:
             batch = data.sample(config.batch_size, generator)
             loss = cql_loss(q, q_target, batch, gamma=config.gamma, alpha=config.alpha)
-            value = loss.detach().item()
-        if not math.isfinite(value):
-            raise FloatingPointError(f"CQL loss is {value} at step {step} (lr={config.lr}); lower lr")
+            log.add(loss)
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(value)
         if (step + 1) % config.target_every == 0:
             q_target.load_state_dict(q.state_dict())
-    return losses
+    return log.flush()

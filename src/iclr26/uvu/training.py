@@ -22,6 +22,51 @@ from torch import Tensor, nn
 from iclr26.common.distributed import SINGLE, World, all_reduce_sum, data_parallel, shard_range
 from iclr26.uvu.data import Transitions
 
+#: Steps between read-backs of the losses from a GPU (one host sync per this many steps); on the CPU every step is
+#: checked at once, where reading a value costs nothing.
+CHECK_EVERY = 100
+
+
+class LossLog:
+    """The loss of every step, read back from the device in blocks, raising on the first non-finite one.
+
+    Args:
+        device: where the losses live; on the CPU each loss is checked as it comes.
+        what: the loss's name in the error message.
+        lr: the learning rate, named in the error message.
+    """
+
+    def __init__(self, device: torch.device, *, what: str, lr: float) -> None:
+        self.every = 1 if device.type == "cpu" else CHECK_EVERY
+        self.what, self.lr = what, lr
+        self.values: list[float] = []
+        self._pending: list[Tensor] = []
+
+    def add(self, loss: Tensor | float) -> None:
+        """Log one step's loss (a scalar tensor, or a float already on the host)."""
+        value = torch.tensor(loss, dtype=torch.float64) if isinstance(loss, float) else loss.detach()
+        self._pending.append(value)
+        if len(self._pending) >= self.every:
+            self.flush()
+
+    def flush(self) -> list[float]:
+        """Read the pending losses back; returns every loss so far.
+
+        Raises:
+            FloatingPointError: naming the first step whose loss is NaN or infinite.
+        """
+        if self._pending:
+            start = len(self.values)
+            host = torch.stack(self._pending).tolist()
+            self._pending = []
+            for i, value in enumerate(host):
+                if not math.isfinite(value):
+                    raise FloatingPointError(
+                        f"{self.what} is {value} at step {start + i} (lr={self.lr}); lower lr or check the data"
+                    )
+            self.values += host
+        return self.values
+
 
 class LossModel(Protocol):
     """Anything with a scalar ``loss(batch)`` and the parameters it trains."""
@@ -92,22 +137,21 @@ def fit(
     else:
         raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
     iterator: Iterable[int] = range(steps) if progress is None else progress(range(steps))
-    losses: list[float] = []
+    log = LossLog(params[0].device, what="loss", lr=lr)
     net = data_parallel_loss(model, model.loss, world) if world.is_distributed else None
     start, start_cpu = time.perf_counter(), time.process_time()
-    for step in iterator:
+    for _ in iterator:
         batch = data if batch_size is None else data.sample(batch_size, generator)
         if net is not None:  # torchrun: this rank's shard of the global batch (see shard_loss)
             loss, value = shard_loss(net, batch, world)
+            log.add(value)
         else:
             loss = model.loss(batch)
-            value = loss.detach().item()
-        if not math.isfinite(value):
-            raise FloatingPointError(f"loss is {value} at step {step} (lr={lr}); lower lr or check the data")
+            log.add(loss)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        losses.append(value)
+    losses = log.flush()
     return FitResult(losses=losses, wall_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - start_cpu)
 
 
