@@ -30,7 +30,7 @@ MAX_TASKS = 10**6
 
 @dataclass(frozen=True)
 class UVUConfig(ExperimentConfig):
-    """The UVU reproduction; defaults are the ``cpu`` scale (about 10 minutes of one thread)."""
+    """The UVU reproduction; defaults are the ``cpu`` scale (a few minutes of one thread)."""
 
     # ---- part 1: NTK check on a finite MDP
     ntk_states: int = opt(
