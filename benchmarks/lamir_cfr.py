@@ -1,35 +1,34 @@
 """Benchmark of LAMIR's CFR+ (:func:`iclr26.lamir.solve_cfr_plus`) against OpenSpiel's C++ ``CFRPlusSolver``.
 
-Issue 18 measured the package's CFR+ 8.6x slower per iteration than OpenSpiel's C++ solver on Kuhn poker (and 6.5x
-faster on Leduc poker); 70-90 % of its time went to the forward/backward passes. The passes now gather every array
-that does not depend on σ once per subgame (``subgame._Passes``), and since session 6 the iterations run in a compiled
-loop (``lamir/_cfr.c``, the default backend); the results are bit-for-bit those of the earlier passes
-(``tests/lamir/test_lamir_subgame.py`` checks it against a copy of them, ``test_lamir_cfr_native.py`` the C loop
-against the numpy loop). ``--backend python`` times the numpy loop instead.
+The contender is the solver a user of OpenSpiel would reach for: ``pyspiel.CFRPlusSolver``, OpenSpiel's C++
+alternating-update CFR+. Both run CFR+ on the whole game (Kuhn: a chance root and 58 nodes; Leduc: 9457 nodes). Ours
+runs on the flat subgame that the true model builds from the game's root (what the continual resolver hands to CFR+),
+with the compiled loop (``lamir/_cfr.c``, the default backend; ``--backend python`` times the numpy loop, which gives
+the same strategies bit for bit), OpenSpiel's on the ``pyspiel.Game``. Each timed call is a fresh solve of ``K``
+iterations including the solver's construction (ours also computes the average profile's values; OpenSpiel's C++
+average policy is read out), so the time per iteration is the call's time / ``K``.
 
-Both solvers run alternating-update CFR+ on the whole game (Kuhn: a chance root and 58 nodes; Leduc: 9457 nodes).
-Ours runs on the flat subgame that the true model builds from the game's root (what the continual resolver hands
-to CFR+), OpenSpiel's on the ``pyspiel.Game``. Each timed call is a fresh solve of ``K`` iterations including the
-solver's construction (ours also computes the average profile's values; OpenSpiel's C++ average policy is read out), so
-the time per iteration is the call's time / ``K``. The two run interleaved round by round in one process on one
-thread, the first alternating; the script prints the median of the per-round ratios package / OpenSpiel (with min
-and max) and both solvers' game value of their average profiles as a sanity check (Kuhn: -1/18 ≈ -0.0556). Target
-(issue 18): ≤ 2x on Kuhn, and keep the lead on Leduc.
+The two run as paired rounds, interleaved in one process on one thread (the order swapped every round), and the
+script prints, per game, the median over rounds of the per-round ratio package / OpenSpiel with its quartiles, which a
+slow spell of a shared machine hits alike, and both solvers' game value of their average profiles as a check
+(Kuhn: -1/18 ≈ -0.0556).
 
-Usage::
+Usage (the committed output, ``benchmarks/lamir_cfr.txt``, came from this line)::
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/lamir_cfr.py --rounds 15 --clock cpu
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/lamir_cfr.py --rounds 40 --clock cpu
 
-``--clock cpu`` times each call by its thread's CPU time (robust to a loaded machine); ``--clock wall`` (default) by
-``perf_counter``.
+``--clock cpu`` (the default) times each call by the CPU time of its thread (``time.thread_time``), which other jobs
+on a loaded machine inflate far less than the wall time of ``--clock wall`` (``perf_counter``).
 """
 
 from __future__ import annotations
 
 import argparse
+import platform
 import statistics
 import time
 from collections.abc import Callable
+from importlib.metadata import version
 
 import numpy as np
 import pyspiel
@@ -38,7 +37,7 @@ from iclr26.lamir.games import tabulate_game
 from iclr26.lamir.search import whole_game_subgame
 from iclr26.lamir.subgame import Subgame, solve_cfr_plus
 
-CLOCK = time.perf_counter  # --clock cpu: time.thread_time, the CPU time of this thread (robust to a loaded machine)
+CLOCK = time.thread_time  # --clock wall: time.perf_counter
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, object]:
@@ -51,12 +50,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", default="kuhn_poker,leduc_poker", help="OpenSpiel game names, comma-separated")
     parser.add_argument("--iterations", default="1000,30", help="CFR+ iterations K per timed call, one per game")
-    parser.add_argument("--rounds", type=int, default=9, help="timed rounds per game (after one warm-up)")
+    parser.add_argument("--rounds", type=int, default=40, help="timed rounds per game (after one warm-up)")
     parser.add_argument("--backend", choices=("native", "python"), default="native", help="the package's CFR+ loop")
     parser.add_argument(
         "--clock",
         choices=("wall", "cpu"),
-        default="wall",
+        default="cpu",
         help="wall: perf_counter; cpu: this thread's CPU time (one thread: excludes waiting on a loaded machine)",
     )
     args = parser.parse_args()
@@ -67,11 +66,12 @@ def main() -> None:
     if len(iterations) != len(names):
         parser.error(f"--iterations needs one count per game ({len(names)}), got {args.iterations}")
     print(
-        f"numpy {np.__version__}, rounds={args.rounds} clock={args.clock} "
-        "(ratio = package / OpenSpiel per iteration; median, min, max)"
+        f"numpy {np.__version__}, open_spiel {version('open_spiel')}, {platform.machine()}, threads=1, "
+        f"rounds={args.rounds} clock={args.clock} backend={args.backend}"
     )
+    print("ratio = package / OpenSpiel per iteration, per round: median (quartiles)")
     print(
-        f"{'game':<13}{'K':>6}{'package us/it':>15}{'OpenSpiel us/it':>17}{'median':>8}{'min':>7}{'max':>7}"
+        f"{'game':<13}{'K':>6}{'package us/it':>15}{'OpenSpiel us/it':>17}{'ratio':>8}{'IQR':>14}"
         f"{'value pkg':>11}{'value OS':>10}"
     )
     for name, k in zip(names, iterations, strict=True):
@@ -98,10 +98,11 @@ def main() -> None:
             for n in list(fns) if r % 2 == 0 else list(reversed(fns)):
                 times[n].append(timed(fns[n])[0] / k)
         ratios = [p / c for p, c in zip(times["package"], times["openspiel"], strict=True)]
+        q1, _, q3 = statistics.quantiles(ratios, n=4)
         print(
             f"{name:<13}{k:>6}{1e6 * statistics.median(times['package']):>15.1f}"
-            f"{1e6 * statistics.median(times['openspiel']):>17.1f}{statistics.median(ratios):>8.2f}"
-            f"{min(ratios):>7.2f}{max(ratios):>7.2f}{values['package']:>11.4f}{values['openspiel']:>10.4f}"
+            f"{1e6 * statistics.median(times['openspiel']):>17.1f}{statistics.median(ratios):>8.3f}"
+            f"{f'{q1:.3f}-{q3:.3f}':>14}{values['package']:>11.4f}{values['openspiel']:>10.4f}"
         )
 
 

@@ -1,4 +1,4 @@
-"""The compiled CFR+ loop gives the numpy loop's average strategies bit for bit (issue 18)."""
+"""The compiled CFR+ loop gives the numpy loop's average strategies bit for bit."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _cases():
 @pytest.mark.parametrize("name", ["kuhn", "random-1", "random-2"])
 def test_native_loop_equals_the_numpy_loop_bit_for_bit(name, path_table, monkeypatch):
     if not path_table:  # the numpy reaches layer by layer; the C loop always goes layer by layer
-        monkeypatch.setattr(subgame_module._Passes, "PATH_TABLE_LIMIT", 0)
+        monkeypatch.setattr(subgame_module.CfrPasses, "PATH_TABLE_LIMIT", 0)
     sg = _cases()[name]
     for iterations in (1, 7, 400):
         native = solve_cfr_plus(sg, iterations=iterations)
@@ -82,26 +82,26 @@ def test_backend_and_missing_core_errors(monkeypatch):
 
 
 def test_the_core_checks_its_arrays():
-    from iclr26.lamir import _cfr
+    core = native_module.compiled_core("iclr26.lamir._cfr", what="CFR+ loop", fallback="")
 
     sg = _random_subgame(4)
-    passes = subgame_module._Passes(sg)
+    passes = subgame_module.CfrPasses(sg)
     avg = tuple(np.zeros(size) for size in passes.sizes)
     good = passes.native_arrays(avg)
-    _cfr.solve(2, sg.num_nodes, 1, good)  # accepted
+    core.solve(2, sg.num_nodes, 1, good)  # accepted
     bad_index = list(good)
     bad_index[3] = good[3].copy()
     bad_index[3][0] = sg.num_nodes  # an edge child past the last node
     with pytest.raises(ValueError, match="indices out of range"):
-        _cfr.solve(2, sg.num_nodes, 1, bad_index)
+        core.solve(2, sg.num_nodes, 1, bad_index)
     bad_dtype = list(good)
     bad_dtype[2] = good[2].astype(np.float64)
     with pytest.raises(ValueError, match="array 2 must be int64"):
-        _cfr.solve(2, sg.num_nodes, 1, bad_dtype)
+        core.solve(2, sg.num_nodes, 1, bad_dtype)
     with pytest.raises(ValueError, match="sequence of 32 buffers"):
-        _cfr.solve(2, sg.num_nodes, 1, good[:-1])
+        core.solve(2, sg.num_nodes, 1, good[:-1])
     read_only = list(good)
     read_only[0] = good[0].copy()
     read_only[0].flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
-        _cfr.solve(2, sg.num_nodes, 1, read_only)
+        core.solve(2, sg.num_nodes, 1, read_only)

@@ -11,7 +11,7 @@ pyspiel = pytest.importorskip("pyspiel")
 from iclr26.lamir.evaluation import exact_outcomes, exploitability, tabular_policy  # noqa: E402
 from iclr26.lamir.features import game_features  # noqa: E402
 from iclr26.lamir.games import load_goofspiel, tabulate_game  # noqa: E402
-from iclr26.lamir.networks import AbstractModel, ModelSizes  # noqa: E402
+from iclr26.lamir.model import AbstractModel, ModelSizes  # noqa: E402
 from iclr26.lamir.search import (  # noqa: E402
     ContinualResolver,
     LearnedModel,

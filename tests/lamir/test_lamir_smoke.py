@@ -8,7 +8,7 @@ pytest.importorskip("pyspiel")
 
 from iclr26 import cli  # noqa: E402
 from iclr26.common.config import ConfigError  # noqa: E402
-from iclr26.lamir.experiment import LamirConfig  # noqa: E402
+from iclr26.lamir.config import LamirConfig  # noqa: E402
 
 
 def test_smoke_run_writes_a_complete_record(smoke):
@@ -35,19 +35,42 @@ def test_smoke_run_writes_a_complete_record(smoke):
     assert a != b
     assert metrics["kuhn_true_model_exploitability"] < 0.02
     assert 0.0 <= metrics["leduc_true_model_exploitability"] <= 1.0  # 30 CFR+ iterations on a 9457-node game
-    assert isinstance(record["claim_held"], bool)
+    assert record["claim_held"] in ("held", "not held", "inconclusive")
     evidence = record["evidence"]
     assert evidence["one_to_one_size"] == metrics["game"]["max_infosets_per_public_state"]
     assert len(evidence["claim1"]["per_seed"]) == len(evidence["claim2"]["per_seed"]) == 2
-    assert record["claim_held"] == (evidence["claim1"]["held"] and evidence["claim2"]["held"])
+    assert (record["claim_held"] == "held") == (
+        not record["failed_gates"]
+        and evidence["claim1"]["held"]
+        and evidence["claim2"]["held"]
+        and not evidence["untrained_control"]["passes"]
+    )
     # Units of work: per replicate, 40 smoke steps in pieces of unit_steps=20 and the evaluations; poker once.
-    per_seed = ["train-0-20", "train-20-40", "eval-true-model", "eval-exact", "eval-L1"]
+    per_seed = ["train-0-20", "train-20-40", "eval-true-model", "eval-exact", "eval-L1", "eval-untrained"]
     assert record["units"] == [f"seed{j}-{u}" for j in (0, 1) for u in per_seed] + ["eval-poker"]
     # CPU times are timings, never metrics or evidence; every verdict threshold carries its source.
     assert set(record["timings"]) == {"train_cpu_s", "total_cpu_s"}
     assert not any("cpu" in key for key in [*metrics, *evidence, *metrics["replicates"][0]])
     thresholds = evidence["thresholds"]
-    assert {k: v["value"] for k, v in thresholds.items()} == {"interval_level": 0.95, "min_score_vs_base": 0.5}
+    assert {k: v["value"] for k, v in thresholds.items()} == {
+        "interval_level": 0.95,
+        "min_score_vs_base": 0.5,
+        "max_solver_exploitability": 0.01,
+    }
+    # the control: the same search on an untrained model of the limited capacity, in every replicate
+    for rep in metrics["replicates"]:
+        control = rep["untrained_control"]
+        assert control["capacity"] == 1 and 0.0 <= control["exploitability"] <= 1.0
+        # it differs from the trained L1 model only in the training: same capacity and kappa, other predictions
+        trained = rep["models"]["L1"]
+        assert control["kappa"] == trained["kappa"] and control["accuracy"] != trained["accuracy"]
+    assert set(evidence["gates"]) == {
+        "search_machinery_exact",
+        "lookahead_improves_base",
+        "models_learned",
+        "capacities_as_designed",
+    }
+    assert record["claim_held"] != "inconclusive" or record["failed_gates"]
     assert "50%" in thresholds["min_score_vs_base"]["source"]
     assert "None" not in record["measurement"]
 

@@ -120,12 +120,12 @@ def test_solver_rejects_zero_iterations():
         solve_cfr_plus(matrix_game(np.eye(2)), iterations=0)
 
 
-# ---- issue 18: the gathered passes give bit-for-bit the results of the passes they replaced ----
+# ---- the gathered passes give bit-for-bit the results of the straightforward passes ----
 
 
 def _reference_solve(sg, iterations: int):
-    """A copy of the CFR+ loop and passes before issue 18 (``np.append`` per pass, fancy indexing per layer):
-    the equivalence reference for the gathered passes. Returns the average strategies before normalisation."""
+    """The straightforward CFR+ loop and passes (``np.append`` per pass, fancy indexing per layer): the
+    equivalence reference for the gathered passes. Returns the average strategies before normalisation."""
     depths = sg.edge_depth
     layers = [np.flatnonzero(depths == d) for d in range(int(depths.max(initial=-1)) + 1)]
     num_infosets = (sg.num_infosets(0), sg.num_infosets(1))
@@ -221,9 +221,9 @@ def test_gathered_passes_equal_the_previous_passes_bit_for_bit(which, path_table
     else:
         sg = _whole_game(which)
     if not path_table:
-        monkeypatch.setattr(subgame_module._Passes, "PATH_TABLE_LIMIT", 0)
-    passes = subgame_module._Passes(sg)
-    assert (passes._path is not None) == path_table
+        monkeypatch.setattr(subgame_module.CfrPasses, "PATH_TABLE_LIMIT", 0)
+    passes = subgame_module.CfrPasses(sg)
+    assert passes.uses_path_table == path_table
     ref_avg, ref_reaches, ref_values = _reference_solve(sg, 60)
     sol = solve_cfr_plus(sg, iterations=60)
     for p in (0, 1):
@@ -240,7 +240,7 @@ def test_gathered_passes_equal_the_previous_passes_bit_for_bit(which, path_table
 
 def test_leduc_whole_game_cfr_plus_equals_the_previous_passes():
     sg = _whole_game("leduc_poker")
-    assert _Passes_uses_layers(sg)  # 9457 nodes, depth 11: the layer-by-layer reaches
+    assert passes_use_layers(sg)  # 9457 nodes, depth 11: the layer-by-layer reaches
     ref_avg, _, _ = _reference_solve(sg, 3)
     sol = solve_cfr_plus(sg, iterations=3)
     for p in (0, 1):
@@ -248,10 +248,10 @@ def test_leduc_whole_game_cfr_plus_equals_the_previous_passes():
         np.testing.assert_array_equal(sol.strategy[p], expected)
 
 
-def _Passes_uses_layers(sg) -> bool:
-    from iclr26.lamir.subgame import _Passes
+def passes_use_layers(sg) -> bool:
+    from iclr26.lamir.subgame import CfrPasses
 
-    return _Passes(sg)._path is None
+    return not CfrPasses(sg).uses_path_table
 
 
 def test_whole_kuhn_cfr_plus_reaches_the_game_value():

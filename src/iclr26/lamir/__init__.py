@@ -22,7 +22,7 @@ from iclr26.lamir.games import (
     tabulate_game,
 )
 from iclr26.lamir.learners import AbstractModelLearner, BaseAgentLearner, BaseAgentSettings, ModelSettings
-from iclr26.lamir.networks import AbstractModel
+from iclr26.lamir.model import AbstractModel
 from iclr26.lamir.search import (
     ContinualResolver,
     LearnedModel,

@@ -1,12 +1,12 @@
 /*
- * The compiled CFR+ loop of iclr26.lamir.subgame (issue 18): the iterations of solve_cfr_plus with the passes of
- * subgame._Passes, operation for operation, so that the average strategies are bit-for-bit those of the numpy
+ * The compiled CFR+ loop of iclr26.lamir.subgame: the iterations of solve_cfr_plus with the passes of
+ * subgame.CfrPasses, operation for operation, so that the average strategies are bit-for-bit those of the numpy
  * loop (tests/lamir/test_lamir_cfr_native.py compares them). Each numpy expression is computed here in the same
  * order of the same IEEE double operations: an elementwise product left to right, a bincount as a sum from 0.0 in
  * index order. No contraction into fused multiply-adds happens: the default x86-64 target has none, and the build
  * passes -ffp-contract=off for targets that do.
  *
- * Layout (prepared by subgame._Passes.native_arrays): the strategy buffer [σ_0 (M_0), 1, 0, σ_1 (M_1), 1, 0]; the
+ * Layout (prepared by subgame.CfrPasses.native_arrays): the strategy buffer [σ_0 (M_0), 1, 0, σ_1 (M_1), 1, 0]; the
  * edges sorted by depth with layer bounds; per edge both players' buffer positions and the chance probability; per
  * player the edges where it acts (parent, signed chance reach, child, the opponent's buffer position, probability,
  * own action index), its action -> infoset map, its decision nodes with their infosets, and its uniform strategy.
@@ -112,7 +112,7 @@ static int get(PyObject *seq, Py_ssize_t i, Buf *buf, int is_float, int writable
 #define N_ARRAYS 32
 
 /*
- * solve(iterations, num_nodes, top, arrays) -> None; arrays (see _Passes.native_arrays), C-contiguous:
+ * solve(iterations, num_nodes, top, arrays) -> None; arrays (see CfrPasses.native_arrays), C-contiguous:
  *   0 buffer (float64, written), 1 layer bounds, 2 edge parent, 3 edge child, 4-5 both players' buffer positions,
  *   6 edge probability, 7 reach at the start (1 at the roots), 8 terminal utility; per player p (block 9 + 11 p):
  *   act parent, act signed chance reach, act child, act opponent position, act probability, act own action,

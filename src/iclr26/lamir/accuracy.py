@@ -21,7 +21,7 @@ import torch
 
 from iclr26.lamir.features import GameFeatures
 from iclr26.lamir.games import DECISION, TERMINAL, GameTree
-from iclr26.lamir.networks import AbstractModel
+from iclr26.lamir.model import AbstractModel
 
 
 @dataclass(frozen=True)

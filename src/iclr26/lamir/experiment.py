@@ -13,24 +13,22 @@ What one run does:
 5. head-to-head: LAMIR's ``pyspiel.Bot`` against the base policy's bot in sampled games (both seats, 95% CI),
    and the exact expected score; and an ablation: the true game's depth-1 search with v_θ's values at the
    leaves (isolates the value function's error from the abstraction's and the dynamics');
+   the control: the same search on a limited-capacity model that never trained (exploitability, exact score,
+   accuracy);
 6. Kuhn and Leduc poker: continual resolving with the true model (exact checks of the search machinery; Leduc
    has a chance node between public states).
 
 Steps 2-5 run for ``seeds`` independent replicates (own initial weights, episodes and match games); step 6 once.
 "The pre-trained agent" is, in every replicate, the second-half checkpoint with the median exploitability
-(:func:`select_base_checkpoint`, a rule fixed in advance), not the last iterate. Claim 1 holds if the history-κ
-model's abstraction is one-to-one and its dynamics exact in every replicate, and its search's exploitability gap to
-the true-model depth-1 search is within the base policy's own gap to it on the mean over replicates (interval above
-0). Claim 2 holds if the search on the model of capacity ``limited_capacity`` is less exploitable than the base
-policy and its exact expected score against it exceeds ``min_score_vs_base`` (1/2), both on the interval of the mean
-(:func:`judge`). Both verdicts rest on exact, seeded quantities (OpenSpiel's exploitability, exact expected scores,
-model accuracy on every history); CPU times go to the record's timings only.
+(:func:`select_base_checkpoint`, a rule fixed in advance), not the last iterate. The verdict over the replicates is
+:func:`iclr26.lamir.verdict.verdict`; it rests on exact, seeded quantities (OpenSpiel's exploitability, exact expected
+scores, model accuracy on every history); CPU times go to the record's timings only.
 
 Units of work (``iclr26 run lamir --resume RUN_DIR`` skips the finished ones), per replicate ``j``:
 ``seed<j>-train-<from>-<to>`` per ``unit_steps`` training steps (each returns every learner's parameters, optimiser
 moments, the episode generator's state and the base policy's checkpoint tables; the next one continues from them),
-``seed<j>-eval-true-model``, ``seed<j>-eval-<model>`` per learned model (``exact``, ``L<capacity>``); then
-``eval-poker``.
+``seed<j>-eval-true-model``, ``seed<j>-eval-<model>`` per learned model (``exact``, ``L<capacity>``),
+``seed<j>-eval-untrained``; then ``eval-poker``.
 
 Deviations (each with its reason in the README): II-Goofspiel 4 instead of 5-15; uniformly random episodes for the
 abstraction and dynamics; value episodes that switch from random play to a transformed-policy pair; annealed
@@ -40,232 +38,40 @@ clustering softness; ``L = 24`` (twice the one-to-one size) for claim 1; an RNaD
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-from iclr26.common.config import ExperimentConfig, require, threshold
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, numpy_rng
-from iclr26.lamir.features import KAPPAS, GameFeatures, Kappa
+from iclr26.lamir.config import LamirConfig
+from iclr26.lamir.features import GameFeatures, Kappa
 from iclr26.lamir.games import GameTree
 from iclr26.lamir.learners import AbstractModelLearner, BaseAgentLearner, BaseAgentSettings, ModelSettings
 from iclr26.lamir.training import TrainingState
+from iclr26.lamir.verdict import Measurements, verdict
 
-
-@dataclass(frozen=True)
-class LamirConfig(ExperimentConfig):
-    """The LAMIR reproduction (defaults: the ``cpu`` scale)."""
-
-    num_cards: int = field(
-        default=4,
-        metadata={
-            "help": "II-Goofspiel size (paper: 5 for exact recovery, 10-15 for win rates; 4 fits the cpu "
-            "budget and has at most 12 infosets per public state)"
-        },
-    )
-    seeds: int = field(
-        default=3,
-        metadata={
-            "help": "independent replicates (training runs from their own initial weights and episodes) the verdict "
-            "averages over (issue 17: at least 3; the paper, per the notes [unverified]: 10 seeds in small games, 3 in "
-            "large ones)"
-        },
-    )
-    train_steps: int = field(
-        default=2000,
-        metadata={
-            "help": "training steps per replicate (each: one batch for the base agent, one for the abstraction and "
-            "dynamics, one for the values; paper: 100k episodes in small games; 2000 x 64 = 128k per stream here, "
-            "cut from 3000 so that 3 replicates fit the cpu budget)"
-        },
-    )
-    batch: int = field(default=64, metadata={"help": "episodes per batch (not in the paper; chosen for the budget)"})
-    epsilon_pg: float = field(
-        default=0.25,
-        metadata={
-            "help": "uniform exploration mixed into the base agent's episodes (not in the paper; the sampling "
-            "epsilon of RNaD-style learners)"
-        },
-    )
-    epsilon_model: float = field(
-        default=1.0,
-        metadata={
-            "help": "exploration of the episodes the models learn from; 1 = uniformly random (deviation: "
-            "on-policy data leaves rare infosets unclustered at our scale, see README)"
-        },
-    )
-    exact_capacity: int = field(
-        default=24,
-        metadata={
-            "help": "capacity L of the claim-1 model; must be >= the most infosets per public state (12 in "
-            "II-Goofspiel 4; twice that here, see README; paper: L=30 for II-Goofspiel 5)"
-        },
-    )
-    exact_kappa: Kappa = field(
-        default="history", metadata={"help": "attribute function of the claim-1 model (paper: action history)"}
-    )
-    sweep_capacities: tuple[int, ...] = field(
-        default=(8,),
-        metadata={
-            "help": "limited capacities of the sweep (not in the paper; below the one-to-one size; the cpu scale "
-            "keeps only the judged L=8 so that 3 replicates fit its budget: --set sweep_capacities=2,4,8 adds the "
-            "coarse ones)"
-        },
-    )
-    sweep_kappa: Kappa = field(
-        default="legal_policy_history",
-        metadata={"help": "attribute function of the sweep (paper's option: legal actions + policy + history)"},
-    )
-    limited_capacity: int = field(
-        default=8,
-        metadata={"help": "the sweep capacity claim 2 is judged on (not in the paper; 2/3 of the one-to-one size)"},
-    )
-    num_transformations: int = field(
-        default=3, metadata={"help": "T, policy transformations of the multi-valued states (not in the notes)"}
-    )
-    gamma_start: float = field(
-        default=0.25,
-        metadata={"help": "initial softness of the abstraction's soft clustering (annealed; not in the notes)"},
-    )
-    gamma_end: float = field(default=64.0, metadata={"help": "final clustering softness (not in the notes)"})
-    hidden: int = field(default=128, metadata={"help": "MLP width of every network (not in the notes)"})
-    latent_dim: int = field(default=32, metadata={"help": "latent width D of the model (not in the notes)"})
-    lr: float = field(default=1e-3, metadata={"help": "Adam learning rate of all learners (not in the notes)"})
-    rho_bar: float = field(
-        default=5.0,
-        metadata={
-            "help": "V-trace truncation of the value targets (paper: V-trace, value not known; with our value "
-            "episodes the ratios are 1, so it never binds)"
-        },
-    )
-    cfr_iterations: int = field(
-        default=300, metadata={"help": "CFR+ iterations per resolve (not in the notes; enough for GS4 subgames)"}
-    )
-    match_games: int = field(
-        default=2000, metadata={"help": "sampled head-to-head games per model, half in each seat (paper: 100k+)"}
-    )
-    interval_level: float = field(
-        default=0.95,
-        metadata={
-            "help": "level of the two-sided Student-t interval over replicates on which both claims are judged "
-            "(the conventional 95%; issue 17: verdict on the mean with its interval)"
-        },
-    )
-    min_score_vs_base: float = field(
-        default=0.5,
-        metadata={
-            "help": "claim 2: the limited-capacity search's exact expected score (win + draw/2) against the base "
-            "policy must exceed this, on the interval of its mean over replicates (paper: LAMIR wins over 50% of "
-            "games against RNaD)"
-        },
-    )
-    checkpoint_every: int = field(
-        default=250, metadata={"help": "steps between training-curve checkpoints (base exploitability, losses)"}
-    )
-    unit_steps: int = field(
-        default=500,
-        metadata={
-            "help": "training steps per unit of work, what a killed run loses at most (not in the paper; ~45 s "
-            "at the cpu scale; the results do not depend on it)"
-        },
-    )
-    poker_iterations: int = field(
-        default=300,
-        metadata={"help": "CFR+ iterations per resolve of the Kuhn- and Leduc-poker true-model checks (our choice)"},
-    )
-
-    SCALES: ClassVar[dict[str, dict[str, Any]]] = {
-        "smoke": {
-            "seeds": 2,
-            "num_cards": 3,
-            "train_steps": 40,
-            "batch": 16,
-            "exact_capacity": 4,
-            "sweep_capacities": (1,),
-            "limited_capacity": 1,
-            "hidden": 32,
-            "latent_dim": 8,
-            "cfr_iterations": 30,
-            "match_games": 20,
-            "checkpoint_every": 20,
-            "unit_steps": 20,
-            "poker_iterations": 30,
-        },
-        "gpu": {
-            "seeds": 3,
-            "num_cards": 5,
-            "train_steps": 8000,
-            "batch": 128,
-            "exact_capacity": 120,
-            "sweep_capacities": (8, 16, 32),
-            "limited_capacity": 32,
-            "match_games": 20000,
-            "checkpoint_every": 1000,
-            "unit_steps": 1000,
-        },
-    }
-    CPU_BOUND: ClassVar[str | None] = (
-        "tabulated games, MLPs of width 128 on batches of at most 128 episodes, numpy CFR+ and OpenSpiel's "
-        "exploitability: too small and too sequential for a GPU to help"
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        require(2 <= self.num_cards <= 5, "num_cards", f"must be in 2..5 (enumerable), got {self.num_cards}")
-        require(self.seeds >= 2, "seeds", f"an interval over replicates needs >= 2, got {self.seeds}")
-        require(self.train_steps >= 1, "train_steps", f"must be >= 1, got {self.train_steps}")
-        require(self.batch >= 1, "batch", f"must be >= 1, got {self.batch}")
-        require(0.0 <= self.epsilon_pg <= 1.0, "epsilon_pg", f"must be in [0, 1], got {self.epsilon_pg}")
-        require(0.0 <= self.epsilon_model <= 1.0, "epsilon_model", f"must be in [0, 1], got {self.epsilon_model}")
-        require(self.exact_capacity >= 1, "exact_capacity", f"must be >= 1, got {self.exact_capacity}")
-        require(self.exact_kappa in KAPPAS, "exact_kappa", f"must be one of {KAPPAS}")
-        require(self.sweep_kappa in KAPPAS, "sweep_kappa", f"must be one of {KAPPAS}")
-        require(
-            len(self.sweep_capacities) >= 1 and all(c >= 1 for c in self.sweep_capacities),
-            "sweep_capacities",
-            f"must be positive integers, got {self.sweep_capacities}",
-        )
-        require(
-            len(set(self.sweep_capacities)) == len(self.sweep_capacities),
-            "sweep_capacities",
-            f"must not repeat a capacity (each names one model), got {self.sweep_capacities}",
-        )
-        require(
-            self.limited_capacity in self.sweep_capacities,
-            "limited_capacity",
-            f"must be one of sweep_capacities {self.sweep_capacities}, got {self.limited_capacity}",
-        )
-        require(self.num_transformations >= 1, "num_transformations", "must be >= 1")
-        require(
-            0 < self.gamma_start <= self.gamma_end,
-            "gamma_start",
-            f"need 0 < gamma_start <= gamma_end, got {self.gamma_start} and {self.gamma_end}",
-        )
-        require(self.hidden >= 1, "hidden", f"must be >= 1, got {self.hidden}")
-        require(self.latent_dim >= 1, "latent_dim", f"must be >= 1, got {self.latent_dim}")
-        require(self.lr > 0, "lr", f"must be positive, got {self.lr}")
-        require(self.rho_bar > 0, "rho_bar", f"must be positive, got {self.rho_bar}")
-        require(self.cfr_iterations >= 1, "cfr_iterations", f"must be >= 1, got {self.cfr_iterations}")
-        require(self.match_games >= 2, "match_games", f"must be >= 2, got {self.match_games}")
-        require(0.0 < self.interval_level < 1.0, "interval_level", f"must be in (0, 1), got {self.interval_level}")
-        require(
-            0.0 <= self.min_score_vs_base < 1.0,
-            "min_score_vs_base",
-            f"must be in [0, 1) (a score is in [0, 1]), got {self.min_score_vs_base}",
-        )
-        require(self.checkpoint_every >= 1, "checkpoint_every", "must be >= 1")
-        require(self.unit_steps >= 1, "unit_steps", f"must be >= 1, got {self.unit_steps}")
-        require(self.poker_iterations >= 1, "poker_iterations", f"must be >= 1, got {self.poker_iterations}")
+NOTES = (
+    "Replicates of the master seed (each its own initial weights and episodes); intervals are two-sided Student-t "
+    "over replicates at interval_level. Exploitability = NashConv/2 from OpenSpiel. The base policy each search is "
+    "compared with is, by a rule fixed in advance, the checkpoint of the second half of training with the median "
+    "exploitability (lower median), not the last iterate. Claim 1 needs the abstraction one-to-one and the dynamics "
+    "exact in every replicate and the search less exploitable than that base policy on the mean (its tolerance: the "
+    "base policy's own gap to the true-model depth-1 search); claim 2 needs the limited-capacity search less "
+    "exploitable than the base policy and its exact expected score above min_score_vs_base, both on the interval of "
+    "the mean; the same rule on an untrained model of the limited capacity (the control) must fail. Gates: true-model "
+    "full-depth search near Nash, true-model depth-1 search better than the base policy, both learned models more "
+    "accurate than the untrained one, capacities on either side of the one-to-one size."
+)
 
 
 def run(config: LamirConfig, ctx: RunContext) -> Outcome:
     """Steps 1-6 of the module docstring for every replicate, in units of work: ``seed<j>-train-<from>-<to>``
     (``unit_steps`` training steps each), ``seed<j>-eval-true-model``, ``seed<j>-eval-<model>`` per learned model,
-    and ``eval-poker`` once; then the verdict over the replicates."""
+    ``seed<j>-eval-untrained`` (the control), and ``eval-poker`` once; then the verdict over the replicates."""
     from iclr26.lamir.features import game_features
     from iclr26.lamir.games import goofspiel_game, tabulate_game
 
@@ -294,19 +100,10 @@ def run(config: LamirConfig, ctx: RunContext) -> Outcome:
     poker = ctx.unit("eval-poker", lambda: _evaluate_poker(config))
     ctx.log(f"true-model continual resolving: Kuhn {poker['kuhn_poker']:.4f}, Leduc {poker['leduc_poker']:.4f}")
 
-    verdict = judge(config, [r for r, _ in replicates], one_to_one_size)
+    check = verdict(measurements(config, [r for r, _ in replicates], one_to_one_size), config)
     first = replicates[0][0]
-    _plot_capacity(
-        ctx,
-        config,
-        first["models"],
-        first["base_exploitability"],
-        first["true_model_depth1_exploitability"],
-        first["true_model_full_exploitability"],
-        one_to_one_size,
-    )
+    _plot_capacity(ctx, config, first, one_to_one_size)
     _plot_training(ctx, [c for _, c in replicates], [r["base_step"] for r, _ in replicates], last_state.curves)
-
     metrics = {
         "game": {
             "name": tree.name,
@@ -319,38 +116,39 @@ def run(config: LamirConfig, ctx: RunContext) -> Outcome:
         "leduc_true_model_exploitability": poker["leduc_poker"],
         "final_losses_last_replicate": {k: v[-1][1] for k, v in last_state.curves.items()},
     }
-    c1, c2 = verdict["claim1"], verdict["claim2"]
-    measurement = (
-        f"II-Goofspiel {config.num_cards}, {config.seeds} seeds, base = median second-half checkpoint: "
-        f"claim 1 (L={config.exact_capacity}) structure exact in {c1['structure_exact_seeds']}/{config.seeds} seeds, "
-        f"base - search expl {c1['mean']:+.3f} [{c1['ci_low']:+.3f}, {c1['ci_high']:+.3f}]; "
-        f"claim 2 (L={config.limited_capacity}) base - search expl {c2['mean']:+.3f} "
-        f"[{c2['ci_low']:+.3f}, {c2['ci_high']:+.3f}], exact score vs base {c2['score_mean']:.3f} "
-        f"[{c2['score_ci_low']:.3f}, {c2['score_ci_high']:.3f}]"
-    )
-    notes = (
-        f"{config.seeds} replicates of master seed {config.seed} (each its own initial weights and episodes); "
-        f"intervals are two-sided "
-        f"{100 * config.interval_level:g}% Student-t over replicates. Exploitability = NashConv/2 from OpenSpiel. "
-        "The base policy each search is compared with is, by a rule fixed in advance, the checkpoint of the second "
-        "half of training with the median exploitability (lower median), not the last iterate. Claim 1 needs the "
-        "abstraction one-to-one and the dynamics exact in every replicate and the search less exploitable than "
-        "that base policy on the mean (its tolerance: the base policy's own gap to the true-model depth-1 search); "
-        "claim 2 needs the limited-capacity search less exploitable than the base policy and its exact expected "
-        "score above min_score_vs_base, both on the interval of the mean."
-    )
-    return Outcome(
-        metrics=metrics,
-        claim_held=bool(c1["held"] and c2["held"]),
-        evidence=verdict,
-        measurement=measurement,
-        notes=notes,
-        timings={"train_cpu_s": train_cpu, "total_cpu_s": time.process_time() - t_start},
+    timings = {"train_cpu_s": train_cpu, "total_cpu_s": time.process_time() - t_start}
+    return Outcome.of(check, metrics=metrics, timings=timings, notes=NOTES)
+
+
+def measurements(config: LamirConfig, replicates: list[dict[str, Any]], one_to_one_size: int) -> Measurements:
+    """The verdict's plain numbers from the replicates' results (:func:`_run_replicate`)."""
+    exact = [r["models"]["exact"] for r in replicates]
+    limited = [r["models"][f"L{config.limited_capacity}"] for r in replicates]
+    untrained = [r["untrained_control"] for r in replicates]
+    models = {"exact": exact, "limited": limited, "untrained": untrained}
+    return Measurements(
+        seeds=[r["seed"] for r in replicates],
+        one_to_one_size=one_to_one_size,
+        base=[r["base_exploitability"] for r in replicates],
+        last_iterate=[r["last_iterate_exploitability"] for r in replicates],
+        true_depth1=[r["true_model_depth1_exploitability"] for r in replicates],
+        true_full=[r["true_model_full_exploitability"] for r in replicates],
+        exact_search=[m["exploitability"] for m in exact],
+        exact_abstraction=[bool(m["accuracy"]["exact_abstraction"]) for m in exact],
+        exact_dynamics=[bool(m["accuracy"]["dynamics_exact"]) for m in exact],
+        limited_search=[m["exploitability"] for m in limited],
+        limited_score=[m["exact_score_vs_base"] for m in limited],
+        limited_match_score=[m["match_vs_base"]["score"] for m in limited],
+        untrained_search=[m["exploitability"] for m in untrained],
+        untrained_score=[m["exact_score_vs_base"] for m in untrained],
+        reward_mae={k: [m["accuracy"]["reward_mae"] for m in v] for k, v in models.items()},
+        legal_accuracy={k: [m["accuracy"]["legal_accuracy"] for m in v] for k, v in models.items()},
+        limited_match_ci95=[m["match_vs_base"]["ci95"] for m in limited],
     )
 
 
 def select_base_checkpoint(checkpoints: list[tuple[int, float]], train_steps: int) -> tuple[int, float]:
-    """The base policy a search is compared with, by a rule fixed before any result (issue 17).
+    """The base policy a search is compared with, by a rule fixed before any result.
 
     Among the checkpoints ``(step, exploitability)`` of the second half of training (``step >= train_steps // 2``;
     the last one is the final policy), the one with the median exploitability; for an even count the lower median
@@ -365,88 +163,6 @@ def select_base_checkpoint(checkpoints: list[tuple[int, float]], train_steps: in
         raise ValueError(f"no checkpoint at or after step {train_steps // 2} of {train_steps}")
     exploitability, step = late[(len(late) - 1) // 2]
     return step, exploitability
-
-
-def judge(config: LamirConfig, replicates: list[dict[str, Any]], one_to_one_size: int) -> dict[str, Any]:
-    """The verdict over replicates (the record's evidence).
-
-    Per replicate ``j``: ``b_j`` the selected base policy's exploitability, ``t_j`` the true-model depth-1 search's,
-    ``e_j`` the exact-capacity search's, ``l_j`` the limited-capacity search's, ``s_j`` the latter's exact expected
-    score against the base policy.
-
-    - Claim 1: the abstraction is one-to-one and the dynamics exact in every replicate, and the exploitability gap
-      ``e_j − t_j`` is within the tolerance ``b_j − t_j`` (the base policy's own gap to the true-model depth-1
-      search, computed exactly) on the mean: the lower end of the interval of ``b_j − e_j`` is above 0. So the
-      search in the learned exact model must be at least as close to the true-model search as the agent it starts
-      from (the notes' claim (a): "LAMIR's search policy is less exploitable than the base PG policy").
-    - Claim 2: the interval of ``b_j − l_j`` is above 0 and that of ``s_j − min_score_vs_base`` above 0.
-    """
-    from iclr26.common.stats import paired_t
-
-    def interval(values: list[float]) -> dict[str, float]:
-        t = paired_t(np.asarray(values, dtype=np.float64), level=config.interval_level)
-        return {"mean": float(t.mean), "ci_low": float(t.ci_low), "ci_high": float(t.ci_high)}
-
-    base = [r["base_exploitability"] for r in replicates]
-    true_d1 = [r["true_model_depth1_exploitability"] for r in replicates]
-    exact = [r["models"]["exact"] for r in replicates]
-    limited = [r["models"][f"L{config.limited_capacity}"] for r in replicates]
-    structure = [bool(m["accuracy"]["exact_abstraction"] and m["accuracy"]["dynamics_exact"]) for m in exact]
-    margin1 = [b - m["exploitability"] for b, m in zip(base, exact, strict=True)]
-    c1 = interval(margin1)
-    claim1 = {
-        **c1,
-        "held": bool(config.exact_capacity >= one_to_one_size and all(structure) and c1["ci_low"] > 0),
-        "structure_exact_seeds": int(sum(structure)),
-        "per_seed": [
-            {
-                "seed": r["seed"],
-                "exact_abstraction": m["accuracy"]["exact_abstraction"],
-                "dynamics_exact": m["accuracy"]["dynamics_exact"],
-                "search_exploitability": m["exploitability"],
-                "base_exploitability": b,
-                "true_model_depth1_exploitability": t,
-                "gap_to_true_model": m["exploitability"] - t,
-                "tolerance_base_gap_to_true_model": b - t,
-                "held": bool(ok and m["exploitability"] <= b),
-            }
-            for r, m, b, t, ok in zip(replicates, exact, base, true_d1, structure, strict=True)
-        ],
-    }
-    margin2 = [b - m["exploitability"] for b, m in zip(base, limited, strict=True)]
-    scores = [m["exact_score_vs_base"] for m in limited]
-    c2 = interval(margin2)
-    sc = interval([x - config.min_score_vs_base for x in scores])
-    claim2 = {
-        **c2,
-        "score_mean": sc["mean"] + config.min_score_vs_base,
-        "score_ci_low": sc["ci_low"] + config.min_score_vs_base,
-        "score_ci_high": sc["ci_high"] + config.min_score_vs_base,
-        "held": bool(config.limited_capacity < one_to_one_size and c2["ci_low"] > 0 and sc["ci_low"] > 0),
-        "per_seed": [
-            {
-                "seed": r["seed"],
-                "search_exploitability": m["exploitability"],
-                "base_exploitability": b,
-                "last_iterate_exploitability": r["last_iterate_exploitability"],
-                "exact_score_vs_base": m["exact_score_vs_base"],
-                "match_score": m["match_vs_base"]["score"],
-                "match_ci95": m["match_vs_base"]["ci95"],
-                "held": bool(m["exploitability"] < b and m["exact_score_vs_base"] > config.min_score_vs_base),
-            }
-            for r, m, b in zip(replicates, limited, base, strict=True)
-        ],
-    }
-    return {
-        "seeds": [r["seed"] for r in replicates],
-        "exact_capacity": config.exact_capacity,
-        "limited_capacity": config.limited_capacity,
-        "one_to_one_size": one_to_one_size,
-        "base_rule": "median-exploitability checkpoint of the second half of training (lower median)",
-        "claim1": claim1,
-        "claim2": claim2,
-        "thresholds": {name: threshold(config, name) for name in ("interval_level", "min_score_vs_base")},
-    }
 
 
 def _run_replicate(setup: _Setup, ctx: RunContext) -> tuple[dict[str, Any], TrainingState, list]:
@@ -481,20 +197,13 @@ def _run_replicate(setup: _Setup, ctx: RunContext) -> tuple[dict[str, Any], Trai
         f"seed {j}: base (step {base_step}) {true_model.base:.4f} (last iterate {true_model.last_iterate:.4f})  "
         f"true-model depth-1 search {true_model.depth1:.4f}  full {true_model.full:.4f}"
     )
-    # 3-5. every learned model
-    models: dict[str, dict[str, Any]] = {}
-    for (name, capacity, kappa), learner in zip(setup.specs, learners, strict=True):
-        models[name] = ctx.unit(
-            f"{prefix}eval-{name}",
-            lambda name=name, learner=learner: _evaluate_model(setup, name, learner, base_tables, transformed),
-        )
-        accuracy = models[name]["accuracy"]
-        match = models[name]["match_vs_base"]
-        ctx.log(
-            f"seed {j} {name} (L={capacity}, kappa={kappa}): exploitability {models[name]['exploitability']:.4f}, "
-            f"one-to-one {accuracy['one_to_one_public_states']:.2f}, match score {match['score']:.3f}"
-            f"±{match['ci95']:.3f}"
-        )
+    models = _evaluate_models(setup, ctx, learners, base_tables, transformed)
+    # the control: the same search on a limited-capacity model that was never trained
+    control = ctx.unit(f"{prefix}eval-untrained", lambda: _evaluate_untrained(setup, base_tables, transformed))
+    ctx.log(
+        f"seed {j} untrained L={control['capacity']} (control): exploitability {control['exploitability']:.4f}, "
+        f"exact score vs base {control['exact_score_vs_base']:.3f}"
+    )
     result = {
         "seed": j,
         "base_step": base_step,
@@ -504,9 +213,34 @@ def _run_replicate(setup: _Setup, ctx: RunContext) -> tuple[dict[str, Any], Trai
         "true_model_full_exploitability": true_model.full,
         "true_model_depth1_score_vs_base": true_model.depth1_score_vs_base,
         "models": models,
+        "untrained_control": control,
         "train_cpu_s": train_cpu,
     }
     return result, state, base_curve
+
+
+def _evaluate_models(
+    setup: _Setup,
+    ctx: RunContext,
+    learners: list[AbstractModelLearner],
+    base_tables: tuple[np.ndarray, ...],
+    transformed: tuple[np.ndarray, ...],
+) -> dict[str, dict[str, Any]]:
+    """Steps 3-5 for every learned model of a replicate, one unit ``seed<j>-eval-<model>`` each."""
+    models: dict[str, dict[str, Any]] = {}
+    for (name, capacity, kappa), learner in zip(setup.specs, learners, strict=True):
+        models[name] = ctx.unit(
+            f"seed{setup.replicate}-eval-{name}",
+            lambda name=name, learner=learner: _evaluate_model(setup, name, learner, base_tables, transformed),
+        )
+        accuracy = models[name]["accuracy"]
+        match = models[name]["match_vs_base"]
+        ctx.log(
+            f"seed {setup.replicate} {name} (L={capacity}, kappa={kappa}): exploitability "
+            f"{models[name]['exploitability']:.4f}, one-to-one {accuracy['one_to_one_public_states']:.2f}, "
+            f"match score {match['score']:.3f}±{match['ci95']:.3f}"
+        )
+    return models
 
 
 @dataclass(frozen=True)
@@ -563,6 +297,16 @@ class _Setup:
             learner.load_state_dict(saved)
             learners.append(learner)
         return base, learners
+
+    def untrained(self) -> AbstractModelLearner:
+        """A model learner of the limited capacity (``L<limited_capacity>``'s settings) at its initial weights,
+        drawn from torch's generator as the calling unit seeded it."""
+        names = [name for name, _, _ in self.specs]
+        settings = self.model_settings()[names.index(f"L{self.config.limited_capacity}")]
+        bound = float(np.abs(self.tree.reward).max())
+        return AbstractModelLearner(
+            self.feats, settings, num_transformations=self.config.num_transformations, value_bound=bound
+        )
 
 
 @dataclass(frozen=True)
@@ -699,6 +443,31 @@ def _evaluate_model(
     }
 
 
+def _evaluate_untrained(
+    setup: _Setup, base_tables: tuple[np.ndarray, ...], transformed: tuple[np.ndarray, ...]
+) -> dict[str, Any]:
+    """The control that must fail: LAMIR's search on a limited-capacity model that never trained (its initial
+    weights): exploitability, exact expected score against the base policy, and model accuracy."""
+    from iclr26.lamir.accuracy import model_accuracy
+    from iclr26.lamir.evaluation import exploitability, seat_averaged_score
+    from iclr26.lamir.search import LearnedModel, resolve_all, transformed_values
+
+    config, game, tree, feats = setup.config, setup.game, setup.tree, setup.feats
+    learner = setup.untrained()
+    abstraction = (learner.abstraction(0), learner.abstraction(1))
+    search_model = LearnedModel(feats, learner.model, abstraction)
+    policy = resolve_all(tree, search_model, iterations=config.cfr_iterations)
+    accuracy = model_accuracy(tree, feats, learner.model, abstraction, transformed_values(tree, transformed))
+    return {
+        "capacity": learner.settings.capacity,
+        "kappa": learner.settings.kappa,
+        "exploitability": exploitability(game, tree, policy.tables),
+        "exact_score_vs_base": seat_averaged_score(tree, policy.tables, base_tables),
+        "accuracy": {**asdict(accuracy), "dynamics_exact": accuracy.dynamics_exact},
+        "empty_legal_predictions": search_model.stats.empty_legal,
+    }
+
+
 def _evaluate_poker(config: LamirConfig) -> dict[str, float]:
     """Step 6: exploitability of continual resolving with the true model in Kuhn and Leduc poker."""
     import pyspiel
@@ -716,15 +485,11 @@ def _evaluate_poker(config: LamirConfig) -> dict[str, float]:
     return out
 
 
-def _plot_capacity(
-    ctx: RunContext,
-    config: LamirConfig,
-    models: dict[str, dict[str, Any]],
-    base: float,
-    true_d1: float,
-    true_full: float,
-    one_to_one_size: int,
-) -> None:
+def _plot_capacity(ctx: RunContext, config: LamirConfig, first: dict[str, Any], one_to_one_size: int) -> None:
+    """Exploitability and model accuracy against the capacity ``L``, for the first replicate ``first``."""
+    models = first["models"]
+    base, true_d1 = first["base_exploitability"], first["true_model_depth1_exploitability"]
+    true_full = first["true_model_full_exploitability"]
     fig, axes = figure(2, 1, width=5.2)
     ax, ax2 = axes[0]
     sweep = sorted((m["capacity"], m) for name, m in models.items() if name != "exact")
@@ -771,6 +536,7 @@ def _plot_training(
     base_steps: list[int],
     curves: dict[str, list[tuple[int, float]]],
 ) -> None:
+    """The base policy's exploitability curve per replicate (its selected checkpoint starred) and the model losses."""
     fig, axes = figure(2, 1, width=5.2)
     ax, ax2 = axes[0]
     for j, (curve, chosen) in enumerate(zip(base_curves, base_steps, strict=True)):

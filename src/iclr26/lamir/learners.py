@@ -44,7 +44,7 @@ from iclr26.lamir.losses import (
     transform_policy,
     vtrace_targets,
 )
-from iclr26.lamir.networks import AbstractModel, CriticNet, ModelSizes, PolicyNet, TransformationNet
+from iclr26.lamir.model import AbstractModel, CriticNet, ModelSizes, PolicyNet, TransformationNet
 from iclr26.lamir.trajectories import Trajectories
 
 

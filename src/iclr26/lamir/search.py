@@ -42,7 +42,7 @@ import torch
 
 from iclr26.lamir.features import GameFeatures
 from iclr26.lamir.games import CHANCE, DECISION, TERMINAL, GameTree
-from iclr26.lamir.networks import AbstractModel
+from iclr26.lamir.model import AbstractModel
 from iclr26.lamir.subgame import Subgame, SubgameBuilder, best_response, evaluate_profile, solve_cfr_plus
 
 

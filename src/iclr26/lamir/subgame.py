@@ -277,11 +277,11 @@ def normalize_per_infoset(weights: np.ndarray, ia_infoset: np.ndarray, num_infos
     return regret_matching_plus(weights, ia_infoset, num_infosets)
 
 
-class _Passes:
+class CfrPasses:
     """Forward/backward passes of one subgame, shared by the CFR+ iterations and the final evaluation.
 
-    Everything that does not depend on the strategies is gathered once here (issue 18: the per-pass ``np.append``
-    and per-layer fancy indexing were 70-90 % of CFR+'s time on small games):
+    Everything that does not depend on the strategies is gathered once here (a per-pass ``np.append`` and per-layer
+    fancy indexing would dominate CFR+'s time on small games):
 
     - both players' strategies live in one preallocated buffer ``[σ_0, 1, 0, σ_1, 1, 0]``; a forced player's
       ``ia = -1`` points at its 1.0 slot;
@@ -362,6 +362,11 @@ class _Passes:
         count = [np.bincount(sg.ia_infoset[p], minlength=self.num_infosets[p]).astype(np.float64) for p in (0, 1)]
         self._uniform = [1.0 / count[p][sg.ia_infoset[p]] for p in (0, 1)]
         self._terminal_utility = np.where(sg.is_terminal, sg.utility, 0.0)
+
+    @property
+    def uses_path_table(self) -> bool:
+        """Whether the players' reaches are one gather from the path table (small trees) or go layer by layer."""
+        return self._path is not None
 
     def fill(self, sigma: tuple[np.ndarray, np.ndarray]) -> None:
         """Copy a profile into the strategy buffer."""
@@ -517,7 +522,7 @@ def solve_cfr_plus(sg: Subgame, *, iterations: int, backend: Literal["native", "
         iterations: number of iterations (each updates both players once).
         backend: ``"native"`` (default) runs the iterations in the compiled loop ``iclr26.lamir._cfr`` (built by
             ``make install``), ``"python"`` in numpy; the two give the same average strategies bit for bit (the C
-            loop takes each numpy operation in the same order; issue 18: 20-50x faster on small games).
+            loop takes each numpy operation in the same order; ``benchmarks/lamir_cfr.py`` times it).
 
     Returns:
         The average strategies, the game value and the infosets' counterfactual values under the average profile.
@@ -530,7 +535,7 @@ def solve_cfr_plus(sg: Subgame, *, iterations: int, backend: Literal["native", "
         raise ValueError(f"iterations must be >= 1, got {iterations}")
     if backend not in ("native", "python"):
         raise ValueError(f"backend must be 'native' or 'python', got {backend!r}")
-    passes = _Passes(sg)
+    passes = CfrPasses(sg)
     regret = [np.zeros(size) for size in passes.sizes]
     zeros = [np.zeros(size) for size in passes.sizes]
     avg = [np.zeros(size) for size in passes.sizes]
@@ -559,7 +564,7 @@ def solve_cfr_plus(sg: Subgame, *, iterations: int, backend: Literal["native", "
 def evaluate_profile(sg: Subgame, strategy: tuple[np.ndarray, np.ndarray], *, iterations: int = 0) -> SubgameSolution:
     """Value and infoset counterfactual values of a fixed profile (CFR+'s average profile, or a best response
     against it)."""
-    passes = _Passes(sg)
+    passes = CfrPasses(sg)
     reach = passes.reaches(strategy)
     value = passes.values(strategy)
     cfv = []
@@ -593,7 +598,7 @@ def best_response(sg: Subgame, strategy: tuple[np.ndarray, np.ndarray], player: 
     deepest-first sweep is repeated until no choice changes, so infosets whose nodes lie at different depths
     (e.g. roots with and without a gadget) are also settled.
     """
-    passes = _Passes(sg)
+    passes = CfrPasses(sg)
     reach = passes.reaches(strategy)  # the other player's and the external reach do not depend on the response
     br = strategy[player].copy()
     nodes = np.flatnonzero(sg.node_infoset[player] >= 0)
@@ -622,7 +627,7 @@ def best_response_values(sg: Subgame, strategy: tuple[np.ndarray, np.ndarray]) -
 
     Used to measure how far a CFR+ solution is from equilibrium (``NashConv = Σ_p BR_p − u_p``).
     """
-    passes = _Passes(sg)
+    passes = CfrPasses(sg)
     out = []
     for p in (0, 1):
         br = best_response(sg, strategy, p)
