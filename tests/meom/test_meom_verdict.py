@@ -97,6 +97,8 @@ def test_the_control_is_required_in_the_measurements():
         acc = {a: x for a, x in full.truncated_acc.items() if a != missing}
         with pytest.raises(ValueError, match=re.escape(missing)):
             Measurements(truncated_acc=acc, teacher_acc=full.teacher_acc)
+    with pytest.raises(ValueError, match="teacher_acc"):
+        Measurements(truncated_acc=full.truncated_acc, teacher_acc=full.teacher_acc[:4])
 
 
 def test_distillation_that_does_not_help_gives_inconclusive():

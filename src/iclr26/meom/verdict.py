@@ -52,6 +52,8 @@ class Measurements:
         shapes = {arm: np.shape(v) for arm, v in self.truncated_acc.items()}
         if len(set(shapes.values())) != 1 or len(next(iter(shapes.values()))) != 2:
             raise ValueError(f"Measurements.truncated_acc: every arm needs (seeds, T) values, got {shapes}")
+        if len(self.teacher_acc) != next(iter(shapes.values()))[0]:
+            raise ValueError(f"Measurements.teacher_acc: one value per seed, got {len(self.teacher_acc)} for {shapes}")
 
     def acc(self, arm: str) -> np.ndarray:
         """The (seeds, T) accuracies of ``arm``."""
