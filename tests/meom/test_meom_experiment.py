@@ -334,8 +334,8 @@ def test_the_teacher_sees_every_training_image_and_the_students_the_subset(tmp_p
 
     monkeypatch.setattr(experiment, "train_teacher", teacher)
     monkeypatch.setattr(experiment, "train_student", student)
-    config = MEOMConfig.preset("smoke")  # 1797 - 1397 = 400 training images, 200 for the students
+    config = MEOMConfig.preset("smoke")  # 1797 - 1397 = 400 training images, 100 for the students
     out = experiment.run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
     plt.close("all")
-    assert seen == {"teacher": 400, **{arm: 200 for arm in config.arms}}
+    assert config.n_student_train == 100 and seen == {"teacher": 400, **{arm: 100 for arm in config.arms}}
     assert out.claim_held == "inconclusive"  # one seed

@@ -33,7 +33,7 @@ micro-batch). The teacher trains whole on every rank (it is small next to the st
 one-process teacher exactly).
 
 Deviations (see the README): digits instead of CIFAR/ImageNet; a 3-conv net instead of ResNet-19; a student that
-sees a fifth of the teacher's images; Adam with a cosine schedule for a few dozen epochs instead of SGD for 300
+sees a tenth of the teacher's images; Adam with a cosine schedule for a few dozen epochs instead of SGD for 300
 epochs; unspecified MEOM hyperparameters (lambda, mask keep ratio, static vs resampled masks, 1/keep rescaling, TPD
 target detaching) are config fields with our defaults.
 """
