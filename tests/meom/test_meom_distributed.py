@@ -1,4 +1,4 @@
-"""Issue 19: MEOM's students under torchrun (two processes, gloo on the CPU) and gradient accumulation.
+"""MEOM's students under torchrun (two processes, gloo on the CPU) and gradient accumulation.
 
 A step's batch is the global batch: rank r trains on its contiguous shard, split into ``accumulation_steps``
 micro-batches; BatchNorm normalises each micro-batch, so 2 ranks x 1 micro-batch equal 1 process x 2 micro-batches.
@@ -15,7 +15,7 @@ import torch
 
 from iclr26.common.config import ConfigError
 from iclr26.common.distributed import SINGLE
-from iclr26.meom.experiment import MEOMConfig, _split_step
+from iclr26.meom.experiment import MEOMConfig, split_step
 from tests.conftest import torchrun
 
 # Tolerance of a training loss, 2 ranks vs 1 process with 2 accumulation steps (float32): the same per-image
@@ -39,7 +39,7 @@ def test_accumulated_micro_batches_give_the_full_batch_gradient():
     full.backward()
     expected = [p.grad.clone() for p in net.parameters()]
     net.zero_grad()
-    value = _split_step(step_loss, net, 10, 3, SINGLE)
+    value = split_step(step_loss, net, 10, 3, SINGLE)
     assert value == pytest.approx(full.item(), rel=1e-6)
     for p, g in zip(net.parameters(), expected, strict=True):
         assert torch.allclose(p.grad, g, atol=1e-7)
@@ -47,7 +47,7 @@ def test_accumulated_micro_batches_give_the_full_batch_gradient():
     bn = torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.BatchNorm1d(3))
     one = torch.nn.functional.cross_entropy(bn(x), y).item()
     net = bn
-    assert _split_step(step_loss, net, 10, 2, SINGLE) != pytest.approx(one, rel=1e-6)
+    assert split_step(step_loss, net, 10, 2, SINGLE) != pytest.approx(one, rel=1e-6)
 
 
 def test_micro_batches_smaller_than_two_images_are_refused_naming_the_field():
@@ -57,7 +57,7 @@ def test_micro_batches_smaller_than_two_images_are_refused_naming_the_field():
         MEOMConfig(batch_size=6, accumulation_steps=4)
     net = torch.nn.Linear(5, 3)
     with pytest.raises(ValueError, match="fewer than 2 images"):
-        _split_step(lambda rows: net(torch.randn(5, 5)[rows]).sum(), net, 5, 3, SINGLE)
+        split_step(lambda rows: net(torch.randn(5, 5)[rows]).sum(), net, 5, 3, SINGLE)
 
 
 @pytest.mark.slow  # 78 s on the loaded 2-core machine: the smoke reproduction twice, once under torchrun

@@ -1,8 +1,9 @@
-"""The MEOM reproduction: config validation, data, arm definitions, determinism, verdict logic, CLI smoke run."""
+"""The MEOM reproduction: config validation, data, arm definitions, determinism, the metrics, the CLI smoke run."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -10,27 +11,29 @@ import pytest
 import torch
 from scipy import stats
 
+from iclr26 import cli as iclr26_cli
 from iclr26.common.config import ConfigError
 from iclr26.common.experiment import RunContext
-from iclr26.meom.data import DigitsSplit, corrupt_images, load_corrupted_digits, stratified_counts
+from iclr26.meom import experiment
+from iclr26.meom.config import MEOMConfig
+from iclr26.meom.data import (
+    DigitsSplit,
+    corrupt_images,
+    load_corrupted_digits,
+    stratified_counts,
+    training_subset,
+)
 from iclr26.meom.experiment import (
     ArmResult,
-    MEOMConfig,
-    _outcome,
-    _paired,
     arm_loss,
+    comparisons,
     make_student,
+    paired_difference,
     softening_factor,
     train_student,
     train_teacher,
 )
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    """``run``/``_outcome`` register figures with the context; without the runner nobody saves and closes them."""
-    yield
-    plt.close("all")
+from iclr26.runner import ELAPSED_FILE
 
 
 @pytest.mark.parametrize(
@@ -38,6 +41,8 @@ def _close_figures():
     [
         ({"timesteps": 1}, "timesteps"),
         ({"arms": ("ce", "twd")}, "arms"),
+        ({"arms": ("ce", "twd", "twd+tmpd", "meom")}, "arms"),
+        ({"data_seed": -1}, "data_seed"),
         ({"arms": ("twd", "meom", "twd")}, "arms"),
         ({"lam": 1.5}, "lam"),
         ({"keep_prob": 0.0}, "keep_prob"),
@@ -56,6 +61,34 @@ def test_cli_rejects_bad_value(cli):
     proc = cli("run", "meom", "--scale", "smoke", "--set", "lam=2", "--quiet")
     assert proc.returncode != 0
     assert "lam" in proc.stderr
+
+
+@pytest.mark.parametrize("setting", ["data_seed=-1", "n_student_train=700"])
+def test_cli_refuses_a_bad_data_setting_before_any_work(cli, tmp_path, setting):
+    # n_student_train=700 is more than the 400 training images that the smoke split (n_test 1397) leaves
+    proc = cli("run", "meom", "--scale", "smoke", "--set", setting, "--out", str(tmp_path), "--quiet")
+    assert proc.returncode == 2 and setting.split("=")[0] in proc.stderr
+    assert "Traceback" not in proc.stderr and not any(tmp_path.iterdir())
+
+
+def test_a_resumed_run_reports_the_cpu_time_of_all_legs(tmp_path, monkeypatch):
+    real_unit = RunContext.unit
+
+    def unit(self, key, compute):  # Ctrl-C while the fourth unit computes
+        if len(self.units) >= 3:
+            raise KeyboardInterrupt
+        return real_unit(self, key, compute)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RunContext, "unit", unit)
+        assert iclr26_cli.main(["run", "meom", "--scale", "smoke", "--out", str(tmp_path), "--quiet"]) == 130
+    (run_dir,) = (tmp_path / "meom").iterdir()
+    first_leg = json.loads((run_dir / ELAPSED_FILE).read_text())["cpu_s"]
+    assert first_leg > 0
+    assert iclr26_cli.main(["run", "meom", "--resume", str(run_dir), "--quiet"]) == 0
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["legs"] == 2 and record["cpu_time_s"] > first_leg
+    assert "cpu_time_s" not in record["timings"]  # no figure of the last leg alone beside the record's total
 
 
 def test_arm_definitions_follow_the_ablation():
@@ -167,52 +200,9 @@ def _fake(acc_by_t: list[float], var_logits: float = 0.1) -> ArmResult:
     )
 
 
-def test_verdict_requires_a_significant_paired_gain_at_every_timestep_over_five_seeds(tmp_path):
-    cfg = MEOMConfig(timesteps=3, n_seeds=5, arms=("twd", "meom"))
-
-    def ctx() -> RunContext:
-        # one context per outcome: a run registers each plot name once
-        return RunContext(out_dir=tmp_path, seed=0, quiet=True)
-
-    base = [0.80, 0.85, 0.86]
-    twd = [_fake(base)] * 5
-    # gains 1.0, 1.2, 0.8, 1.1, 0.9 pp at every t: mean 1.0, sd sqrt(0.1 / 4) = 0.158114, se 0.070711,
-    # ci95 = 2.776445 * se = 0.196324 < 1.0: significant at every t
-    gains = [0.010, 0.012, 0.008, 0.011, 0.009]
-    better = [_fake([a + g for a in base]) for g in gains]
-    out = _outcome(cfg, ctx(), {"twd": twd, "meom": better}, [0.9] * 5, cpu_time_s=1.0)
-    assert out.claim_held is True and out.evidence["verdict_testable"]
-    np.testing.assert_allclose(out.evidence["meom_minus_twd_mean_pp_by_t"], [1.0, 1.0, 1.0], atol=1e-9)
-    np.testing.assert_allclose(out.evidence["meom_minus_twd_ci95_pp_by_t"], [0.196324] * 3, rtol=1e-5)
-    assert list(out.evidence["meom_beats_twd_by_t"]) == [True] * 3
-    # the same mean gain at t = 2 from gains 2, -1, 3, -1, 2 pp: mean +1.0 (a positive sign of the mean), but
-    # sd sqrt(14 / 4) = 1.870829, ci95 = 2.776445 * 0.836660 = 2.322922 > 1: not significant, so not held
-    noisy = [
-        _fake([base[0] + g, base[1] + n, base[2] + g])
-        for g, n in zip(gains, [0.02, -0.01, 0.03, -0.01, 0.02], strict=True)
-    ]
-    out = _outcome(cfg, ctx(), {"twd": twd, "meom": noisy}, [0.9] * 5, cpu_time_s=1.0)
-    assert out.evidence["meom_minus_twd_mean_pp_by_t"][1] == pytest.approx(1.0)
-    assert out.evidence["meom_minus_twd_ci95_pp_by_t"][1] == pytest.approx(2.322922, rel=1e-5)
-    assert list(out.evidence["meom_beats_twd_by_t"]) == [True, False, True]
-    assert out.claim_held is False and "t = 2" in out.notes
-    # four seeds: fewer than min_seeds, the verdict is not testable (not held), whatever the gains
-    four = dataclasses.replace(cfg, n_seeds=4)
-    out = _outcome(four, ctx(), {"twd": twd[:4], "meom": better[:4]}, [0.9] * 4, cpu_time_s=1.0)
-    assert out.claim_held is False and not out.evidence["verdict_testable"] and "not testable" in out.notes
-    assert out.evidence["thresholds"]["min_seeds"]["value"] == 5
-    strict = dataclasses.replace(cfg, claim_tolerance=1.5)  # +1 pp does not clear a 1.5 pp bar
-    out = _outcome(strict, ctx(), {"twd": twd, "meom": better}, [0.9] * 5, cpu_time_s=1.0)
-    assert out.claim_held is False
-    assert out.evidence["thresholds"]["claim_tolerance"]["value"] == 1.5
-    assert out.timings == {"cpu_time_s": 1.0} and "cpu_time_s" not in out.metrics
-
-
-def test_softened_teacher_control_and_both_kd_weights_are_reported(tmp_path):
-    cfg = MEOMConfig(timesteps=2, n_seeds=5)
-    ctx = RunContext(out_dir=tmp_path, seed=0, quiet=True)
+def test_softened_teacher_control_and_both_kd_weights_are_in_the_metrics():
     base = [0.80, 0.85]
-    gains = [0.010, 0.012, 0.008, 0.011, 0.009]  # +1.0 pp, ci95 0.196324 (as above)
+    gains = [0.010, 0.012, 0.008, 0.011, 0.009]  # +1.0 pp, ci95 = t_0.975,4 * sqrt(0.1 / 4) / sqrt(5) = 0.196324
     plus = [_fake([a + g for a in base]) for g in gains]
 
     def soft(g: float) -> ArmResult:
@@ -228,25 +218,23 @@ def test_softened_teacher_control_and_both_kd_weights_are_reported(tmp_path):
         "twd+tpd": [_fake(base)] * 5,
         "meom": [_fake([a + 2 * g for a in base]) for g in gains],
     }
-    out = _outcome(cfg, ctx, results, [0.9] * 5, cpu_time_s=1.0)
-    ev, controls = out.evidence, out.metrics["controls"]
-    np.testing.assert_allclose(ev["twd+tmpd_minus_twd_soft_mean_pp_by_t"], [0.0, 0.0], atol=1e-9)
-    assert list(ev["twd+tmpd_beats_twd_soft_by_t"]) == [False, False]
+    out = comparisons(results)
+    controls = out["controls"]
+    np.testing.assert_allclose(controls["twd+tmpd_minus_twd-soft"]["mean"], [0.0, 0.0], atol=1e-9)
+    assert list(controls["twd+tmpd_beats_twd-soft_by_t"]) == [False, False]
     # MEOM: +2 pp over TWD, +1 pp over the softened teacher (ci95 0.196): it beats the control
-    np.testing.assert_allclose(ev["meom_minus_twd_soft_mean_pp_by_t"], [1.0, 1.0], atol=1e-9)
-    assert list(ev["meom_beats_twd_soft_by_t"]) == [True, True]
-    assert ev["softening_factor_mean"] == pytest.approx(1.2)
+    np.testing.assert_allclose(controls["meom_minus_twd-soft"]["mean"], [1.0, 1.0], atol=1e-9)
+    assert controls["meom_minus_twd-soft"]["ci95"][0] == pytest.approx(0.196324, rel=1e-5)
+    assert list(controls["meom_beats_twd-soft_by_t"]) == [True, True]
+    np.testing.assert_allclose(controls["softening_factor_per_seed"], [1.2] * 5)
     np.testing.assert_allclose(controls["twd-soft_minus_twd"]["mean"], [1.0, 1.0], atol=1e-9)
-    # both TWD KD weights: the verdict against 0.2, and MEOM - TWD(0.5) beside it
-    assert ev["twd_kd_weight"] == 0.2 and ev["twd_w05_acc_full_T"] == pytest.approx(85.0)
-    np.testing.assert_allclose(ev["meom_minus_twd_w05_mean_pp_by_t"], [2.0, 2.0], atol=1e-9)
-    assert out.metrics["secondary"]["ablation_base"] == "twd-w0.5"
-    assert "softened-teacher TWD" in out.measurement
+    # both TWD KD weights: every arm against TWD at 0.2, and against the ablation base TWD at 0.5
+    np.testing.assert_allclose(out["gain_vs_twd_pp"]["meom"]["mean"], [2.0, 2.0], atol=1e-9)
+    np.testing.assert_allclose(out["gain_vs_ablation_base_pp"]["meom"]["mean"], [2.0, 2.0], atol=1e-9)
+    assert out["secondary"]["ablation_base"] == "twd-w0.5"
 
 
-def test_secondary_checks_are_computed_from_the_arms(tmp_path):
-    cfg = MEOMConfig(timesteps=2, n_seeds=3)
-    ctx = RunContext(out_dir=tmp_path, seed=0, quiet=True)
+def test_secondary_checks_are_computed_from_the_arms():
     twd_acc = [[0.80, 0.85], [0.81, 0.86], [0.82, 0.87]]
     # TWD+TPD: +2, +3, +2.5 pp at t = 1 -> mean 2.5, sd 0.5, se 0.5 / sqrt(3) = 0.288675,
     # ci95 = t_0.975,2 (4.302653) * se = 1.242069 < 2.5: a significant rise
@@ -256,23 +244,23 @@ def test_secondary_checks_are_computed_from_the_arms(tmp_path):
     results = {
         "ce": [_fake(a) for a in twd_acc],
         "twd": [_fake(a, v) for a, v in zip(twd_acc, (1.0, 1.1, 1.2), strict=True)],
+        "twd-soft": [_fake(a) for a in twd_acc],
         "twd+tmpd": [_fake(a, v) for a, v in zip(twd_acc, (0.8, 0.85, 0.95), strict=True)],
         "twd+tpd": [_fake(a) for a in tpd_acc],
         "meom": [_fake(a) for a in tpd_acc],
     }
-    out = _outcome(cfg, ctx, results, [0.9] * 3, cpu_time_s=1.0)
-    sec = out.metrics["secondary"]
+    out = comparisons(results)
+    sec = out["secondary"]
+    assert sec["ablation_base"] == "twd"  # without twd-w0.5 the base is TWD itself
     assert sec["tpd_raises_t1"] and sec["tpd_raises_t1_significant"]
-    tpd = out.metrics["gain_vs_twd_pp"]["twd+tpd"]
+    tpd = out["gain_vs_twd_pp"]["twd+tpd"]
     np.testing.assert_allclose(tpd["mean"], [2.5, 0.0], atol=1e-9)
     assert tpd["ci95"][0] == pytest.approx(1.242069, rel=1e-5)
     assert sec["tmpd_var_logits_change"] == pytest.approx(-0.233333, rel=1e-5)
     assert sec["tmpd_var_logits_change_ci95"] == pytest.approx(0.071711, rel=1e-4)
     assert sec["tmpd_lowers_var_logits_significant"]
     assert sec["tmpd_disagreement_change"] == 0.0 and not sec["tmpd_lowers_disagreement"]
-    assert set(out.metrics["gain_vs_twd_pp"]) == {"ce", "twd+tmpd", "twd+tpd", "meom"}
-    # MEOM = TWD + 2.5 pp at t = 1 only, 0 at t = 2: not a gain at every t, so the claim does not hold
-    assert out.claim_held is False
+    assert set(out["gain_vs_twd_pp"]) == {"ce", "twd-soft", "twd+tmpd", "twd+tpd", "meom"}
 
 
 def test_paired_significance_is_a_student_t_test():
@@ -280,41 +268,74 @@ def test_paired_significance_is_a_student_t_test():
     # = 1.90394, se = sd / sqrt(5) = 0.851469, mean / se = 2.349. A "> 2 SE" rule calls this significant; the
     # paired t-test with 4 dof (t_0.975 = 2.776445) does not: ci95 = 2.776445 * 0.851469 = 2.364063 > 2.
     d = np.array([-0.5, 1.0, 2.0, 3.0, 4.5])
-    out = _paired(d, np.zeros(5))
+    out = paired_difference(d, np.zeros(5))
     assert out["mean"] == pytest.approx(2.0)
     assert out["se"] == pytest.approx(0.851469, rel=1e-5)
     assert out["ci95"] == pytest.approx(2.364063, rel=1e-5)
     assert not out["significant"] and out["wins"] == 4
     # (2, 2, 2, 2, 4): mean 2.4, sd sqrt(3.2 / 4) = 0.894427, se 0.4, ci95 = 1.110578 < 2.4: significant
-    assert _paired(np.array([2.0, 2, 2, 2, 4]), np.zeros(5))["significant"]
+    assert paired_difference(np.array([2.0, 2, 2, 2, 4]), np.zeros(5))["significant"]
     # equivalence with scipy's paired t-test on random pairs: significant iff p < 0.05
     rng = np.random.default_rng(0)
     a, b = rng.normal(0.3, 1.0, (5, 200)), rng.normal(0.0, 1.0, (5, 200))
     expected = stats.ttest_rel(a, b, axis=0).pvalue < 0.05
-    np.testing.assert_array_equal(_paired(a, b)["significant"], expected)
+    np.testing.assert_array_equal(paired_difference(a, b)["significant"], expected)
     assert 0 < expected.sum() < 200  # both outcomes occur
     # a single seed is never significant
-    assert not _paired(np.array([[5.0]]), np.zeros((1, 1)))["significant"].any()
+    assert not paired_difference(np.array([[5.0]]), np.zeros((1, 1)))["significant"].any()
 
 
 def test_smoke_run_through_cli(smoke):
     record = smoke("meom")
     metrics = record["metrics"]
-    assert set(metrics["arms"]) == {"twd", "meom"}
+    assert set(metrics["arms"]) == {"ce", "twd", "twd-w0.5", "twd-soft", "twd+tmpd", "meom"}
     t = record["config"]["timesteps"]
-    assert len(record["evidence"]["meom_minus_twd_mean_pp_by_t"]) == t
+    assert len(record["evidence"]["meom_minus_twd_by_t"]["mean"]) == t
     assert len(metrics["arms"]["meom"]["truncated_acc_mean"]) == t
-    gains = np.array(record["evidence"]["meom_minus_twd_mean_pp_by_t"])
     tolerance = record["evidence"]["thresholds"]["claim_tolerance"]
     assert tolerance["value"] == 0.0 and "strictly better" in tolerance["source"]
-    assert len(gains) == t
-    # one seed is fewer than the 5 the paired test needs: not testable, so not held
-    assert record["claim_held"] is False and record["evidence"]["verdict_testable"] is False
-    assert record["evidence"]["meom_gain_significant_by_t"] == [False] * t  # one seed: never significant
-    # one seed: the summary says significance cannot be tested instead of printing "0/3 significant"
-    assert "significance not testable with 1 seed" in record["measurement"] and "0/3" not in record["measurement"]
-    # the CPU time is a timing, kept out of the metrics and the evidence
-    assert record["timings"]["cpu_time_s"] > 0
+    # one seed is fewer than the 5 the paired tests need, and its interval is unbounded: inconclusive
+    assert record["claim_held"] == "inconclusive"
+    assert record["failed_gates"] == ["enough_seeds", "distillation_helps"]
+    assert record["evidence"]["meom_beats_twd_by_t"] == [False] * t  # one seed: never above 0
+    # the run's CPU time is the record's (summed over resumed legs), not a figure of the module
+    assert record["cpu_time_s"] > 0 and "cpu_time_s" not in record["timings"]
     assert "cpu_time_s" not in metrics and "cpu_time_s" not in record["evidence"]
-    assert record["units"] == ["teacher-seed0", "student-twd-seed0", "student-meom-seed0"]
+    assert record["units"][:2] == ["teacher-seed0", "student-ce-seed0"] and len(record["units"]) == 7
     assert set(record["plots"]) == {"accuracy_vs_timestep.png", "meom_minus_twd.png"}
+
+
+def test_training_subset_is_a_fixed_stratified_draw_of_the_training_images():
+    full = load_corrupted_digits(n_test=797, occlusion=3, noise_std=0.1, data_seed=0)
+    sub = training_subset(full, 200, seed=5)
+    assert len(sub.y_train) == 200 and sub.x_test is full.x_test and sub.y_test is full.y_test
+    counts = torch.bincount(full.y_train, minlength=10).numpy()
+    np.testing.assert_array_equal(torch.bincount(sub.y_train, minlength=10).numpy(), stratified_counts(counts, 200))
+    rows = {tuple(r) for r in full.x_train.flatten(1).tolist()}
+    assert all(tuple(r) in rows for r in sub.x_train.flatten(1).tolist())
+    assert torch.equal(training_subset(full, 200, seed=5).x_train, sub.x_train)
+    assert not torch.equal(training_subset(full, 200, seed=6).x_train, sub.x_train)
+    assert training_subset(full, 1000, seed=5) is full
+    with pytest.raises(ValueError, match="n_train"):
+        training_subset(full, 1001, seed=5)
+
+
+def test_the_teacher_sees_every_training_image_and_the_students_the_subset(tmp_path, monkeypatch):
+    seen: dict[str, int] = {}
+    real_teacher, real_student = experiment.train_teacher, experiment.train_student
+
+    def teacher(config, data, seed):
+        seen["teacher"] = len(data.y_train)
+        return real_teacher(config, data, seed)
+
+    def student(config, arm, data, *args):
+        seen[arm] = len(data.y_train)
+        return real_student(config, arm, data, *args)
+
+    monkeypatch.setattr(experiment, "train_teacher", teacher)
+    monkeypatch.setattr(experiment, "train_student", student)
+    config = MEOMConfig.preset("smoke")  # 1797 - 1397 = 400 training images, 100 for the students
+    out = experiment.run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
+    plt.close("all")
+    assert config.n_student_train == 100 and seen == {"teacher": 400, **{arm: 100 for arm in config.arms}}
+    assert out.claim_held == "inconclusive"  # one seed

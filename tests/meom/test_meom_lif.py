@@ -140,7 +140,7 @@ def _reference_hard_reset(x, decay, v_threshold, alpha, detach_reset):
 
 @pytest.mark.parametrize("detach_reset", [False, True])
 def test_fast_hard_reset_path_equals_the_textbook_loop_in_values_and_gradients(detach_reset):
-    # issue 18's fast path for v_reset = 0 (one FireAndReset node per step) against the separate-op loop: the same
+    # the fast path for v_reset = 0 (one FireAndReset node per step) against the separate-op loop: the same
     # spikes and membranes, and the same input gradient for a loss that uses both (so g_S and g_V are both nonzero)
     g = torch.Generator().manual_seed(0)
     x = (1.2 * torch.randn(6, 3, 5, generator=g, dtype=torch.float64)).requires_grad_(True)

@@ -1,4 +1,4 @@
-"""Issue 16: static masks by default, the 1/keep rescaling option, and the softening matched to the masks."""
+"""Static masks by default, the 1/keep rescaling option, and the softening matched to the masks."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from iclr26.meom.metrics import (
     prediction_disagreement,
     truncated_accuracy,
 )
-from iclr26.meom.models import ClassifierHead, ConvTeacher, SpikingConvNet, predict_logits, repeat_input
+from iclr26.meom.model import ClassifierHead, ConvTeacher, SpikingConvNet, predict_logits, repeat_input
 
 __all__ = [
     "LIF",

@@ -142,3 +142,27 @@ def load_corrupted_digits(*, n_test: int, occlusion: int, noise_std: float, data
     x = torch.from_numpy(corrupted).unsqueeze(1)  # (N, 1, 8, 8)
     y = torch.from_numpy(labels)
     return DigitsSplit(x_train=x[train], y_train=y[train], x_test=x[test], y_test=y[test])
+
+
+def training_subset(split: DigitsSplit, n_train: int, seed: int) -> DigitsSplit:
+    """``split`` with a stratified random ``n_train`` of its training images (the test images unchanged).
+
+    Args:
+        split: a train/test split.
+        n_train: training images to keep, exactly (per class by :func:`stratified_counts`); all of them keep the
+            split as it is.
+        seed: seed of the draw within each class.
+
+    Raises:
+        ValueError: if ``n_train`` is not in [1, len(split.y_train)].
+    """
+    labels = split.y_train.cpu().numpy()
+    if not 1 <= n_train <= len(labels):
+        raise ValueError(f"n_train: must lie in [1, {len(labels)}] (the training images), got {n_train}")
+    if n_train == len(labels):
+        return split
+    rng = np.random.default_rng(seed)
+    counts = stratified_counts(np.bincount(labels, minlength=split.num_classes), n_train)
+    keep = np.sort(np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:k] for c, k in enumerate(counts)]))
+    idx = torch.from_numpy(keep).to(split.y_train.device)
+    return DigitsSplit(x_train=split.x_train[idx], y_train=split.y_train[idx], x_test=split.x_test, y_test=split.y_test)

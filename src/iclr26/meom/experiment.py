@@ -3,7 +3,9 @@
 Many Eyes, One Mind (MEOM), ICLR 2026, OpenReview NbdEDRRsCI. The paper's ablation (CIFAR-10/100, ResNet-19,
 T = 4) and truncated-inference study (train at T = 6, evaluate at t = 1..T) are repeated at CPU scale:
 
-1. Data: scikit-learn's bundled 8x8 digits with a blanked square and Gaussian noise, a fixed stratified split.
+1. Data: scikit-learn's bundled 8x8 digits with a blanked square and Gaussian noise, a fixed stratified split; the
+   teacher trains on the whole training split, the students on a fixed stratified draw of ``n_student_train`` of it
+   (a teacher that knows more than the student: the regime where distillation helps).
 2. Per seed: train an ANN teacher (:class:`ConvTeacher`), then from one shared SNN initialisation train one student
    (:class:`SpikingConvNet`, T timesteps, direct input) per arm with the same batch order and static masks
    (paired comparison):
@@ -12,11 +14,10 @@ T = 4) and truncated-inference study (train at T = 6, evaluate at t = 1..T) are 
    - ``twd+tmpd``: L_CE + 0.5 L_TMPD;  ``twd+tpd``: L_CE + 0.5 KD + 0.3 L_TPD;  ``meom``: L_CE + 0.5 L_TMPD + 0.3 L_TPD.
 3. Evaluate on the test split: truncated accuracy at every t = 1..T and three temporal-variance candidates for
    Var@T.
-4. Verdict: MEOM beats TWD if, at every t = 1..T (t = T is full-length inference), the seed-mean paired gain MEOM -
-   TWD exceeds ``claim_tolerance`` and a two-sided paired Student-t test over at least ``min_seeds`` (5) seeds
-   rejects "no difference" at 5% (the 95% interval lies above 0). The control: TWD+TMPD and MEOM against the
-   softened-teacher TWD, same test. Secondary checks (reported, not part of the verdict): TPD raises early-timestep
-   accuracy (t = 1), TMPD lowers the temporal variance (both against ``twd-w0.5``, the same KD weight).
+4. Verdict (:func:`iclr26.meom.verdict.verdict`): gated on TWD beating CE; MEOM must beat the stronger TWD at every
+   t and TWD+TMPD the softened-teacher TWD at full length. The metrics hold every paired difference and the
+   secondary checks (reported, not judged): TPD raises early-timestep accuracy (t = 1), TMPD lowers the temporal
+   variance (both against ``twd-w0.5``, the same KD weight).
 
 Units of work (a killed run resumes with ``iclr26 run meom --resume RUN_DIR``): ``teacher-seed<k>`` (the trained
 teacher's weights and test accuracy) and ``student-<arm>-seed<k>`` (one student trained and evaluated) per seed k.
@@ -27,37 +28,36 @@ is then moved, so a run draws the same numbers on any device; metrics leave the 
 
 Data parallel under torchrun (:mod:`iclr26.common.distributed`): the students train with DistributedDataParallel;
 ``batch_size`` is the global batch, every rank keeps its contiguous shard of it, split into ``accumulation_steps``
-micro-batches (:func:`_split_step`), so N ranks equal one process with N accumulation steps (BatchNorm normalises each
+micro-batches (:func:`split_step`), so N ranks equal one process with N accumulation steps (BatchNorm normalises each
 micro-batch). The teacher trains whole on every rank (it is small next to the students, and then equals the
 one-process teacher exactly).
 
-Deviations (see the README): digits instead of CIFAR/ImageNet; a 3-conv net instead of ResNet-19; Adam with a
-cosine schedule for a few dozen epochs instead of SGD for 300 epochs; unspecified MEOM hyperparameters (lambda,
-mask keep ratio, static vs resampled masks, 1/keep rescaling, TPD target detaching) are config fields with our
-defaults.
+Deviations (see the README): digits instead of CIFAR/ImageNet; a 3-conv net instead of ResNet-19; a student that
+sees a tenth of the teacher's images; Adam with a cosine schedule for a few dozen epochs instead of SGD for 300
+epochs; unspecified MEOM hyperparameters (lambda, mask keep ratio, static vs resampled masks, 1/keep rescaling, TPD
+target detaching) are config fields with our defaults.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from iclr26.common.config import ExperimentConfig, require, threshold
 from iclr26.common.device import resolve_device
 from iclr26.common.distributed import World, all_reduce_sum, current_world, shard_range
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
 from iclr26.common.stats import paired_t
-from iclr26.meom.data import DigitsSplit, load_corrupted_digits
+from iclr26.meom.config import Arm, MEOMConfig
+from iclr26.meom.data import DigitsSplit, load_corrupted_digits, training_subset
 from iclr26.meom.lif import LIF
 from iclr26.meom.losses import (
     matched_softening,
@@ -73,137 +73,8 @@ from iclr26.meom.metrics import (
     prediction_disagreement,
     truncated_accuracy,
 )
-from iclr26.meom.models import ConvTeacher, SpikingConvNet, predict_logits
-
-Arm = Literal["ce", "twd", "twd-w0.5", "twd-soft", "twd+tmpd", "twd+tpd", "meom"]
-ALL_ARMS: tuple[Arm, ...] = ("ce", "twd", "twd-w0.5", "twd-soft", "twd+tmpd", "twd+tpd", "meom")
-
-
-def _opt(default: Any, help_text: str) -> Any:
-    """A config field with its help text (the source of the default is in parentheses)."""
-    return field(default=default, metadata={"help": help_text})
-
-
-@dataclass(frozen=True)
-class MEOMConfig(ExperimentConfig):
-    """The MEOM ablation on corrupted digits; defaults are the ``cpu`` scale."""
-
-    timesteps: int = _opt(6, "T, SNN timesteps (TWD code default T=6; the paper's truncation study trains at T=6)")
-    n_seeds: int = _opt(5, "independent seeds per arm (issue 10: 5 seeds)")
-    min_seeds: int = _opt(
-        5, "seeds the verdict needs for its paired test at every timestep (issue 16: at least 5); fewer: not held"
-    )
-    arms: tuple[Arm, ...] = _opt(
-        ALL_ARMS,
-        "arms from ce, twd, twd-w0.5, twd-soft, twd+tmpd, twd+tpd, meom; twd and meom are required (the verdict); "
-        "twd-w0.5 is TWD at MEOM's KD weight w_tmpd, twd-soft the softened-teacher control (issue 16)",
-    )
-    n_test: int = _opt(797, "test images of the 1797 digits, the rest (1000) train (not in the paper; low eval noise)")
-    occlusion: int = _opt(3, "side of the blanked square per 8x8 image (not in the paper; teacher near 90%)")
-    noise_std: float = _opt(0.1, "std of Gaussian pixel noise on the [0,1] scale (not in the paper; teacher near 90%)")
-    data_seed: int = _opt(0, "seed of the corruption and the split, fixed across --seed (not in the paper)")
-    teacher_widths: tuple[int, int, int] = _opt(
-        (32, 64, 128), "teacher channels, 2x the student's (TWD code: ResNet-34 teacher, ResNet-18 student; sizes ours)"
-    )
-    student_widths: tuple[int, int, int] = _opt((16, 32, 64), "SNN conv channels (not in the paper; CPU stand-in)")
-    teacher_epochs: int = _opt(20, "teacher training epochs (not in the paper; 30 before issue 16, cut for CPU time)")
-    student_epochs: int = _opt(
-        12,
-        "student epochs per arm (paper/TWD code: 300 on CIFAR; 20 before issue 16 added two arms, cut to keep 7 arms "
-        "x 5 seeds within 10 CPU minutes)",
-    )
-    batch_size: int = _opt(
-        64, "minibatch size, the global batch under torchrun (TWD code: 128; smaller for 1000 training images)"
-    )
-    accumulation_steps: int = _opt(
-        1,
-        "micro-batches per student step and rank, gradients accumulated (not in the paper; 1 = one forward). "
-        "BatchNorm normalises each micro-batch, so N ranks x 1 equals 1 process x N (README: torchrun)",
-    )
-    lr: float = _opt(1e-2, "Adam lr, cosine decay (TWD code: SGD lr 0.1 for 300 epochs; Adam for short CPU runs)")
-    weight_decay: float = _opt(5e-4, "weight decay (TWD code: 5e-4)")
-    tau: float = _opt(3.0, "temperature of KD, TMPD and TPD (TWD code kd_loss: 3)")
-    lam: float = _opt(0.5, "lambda, weight of the masked teacher view in z^_t (not in the sources read; midpoint)")
-    keep_prob: float = _opt(
-        0.7, "keep probability of mask elements (not in the sources read; views differ, stay useful)"
-    )
-    mask_mode: Literal["fixed", "per_step"] = _opt(
-        "fixed", "fixed: T masks drawn once per seed ('random static masks', reviewers); per_step: redrawn each step"
-    )
-    rescale_masks: bool = _opt(
-        False, "divide kept teacher features by keep_prob (dropout style; issue 16 option; the paper writes f*m)"
-    )
-    twd_kd_weight: float = _opt(
-        0.2,
-        "KD weight of the twd arm (TWD repository README commands: --alpha 0.2; the arm twd-w0.5 uses w_tmpd)",
-    )
-    w_ce: float = _opt(1.0, "weight of L_CE (paper, via the summary: 1)")
-    w_tmpd: float = _opt(0.5, "weight of L_TMPD and of TWD's KD term (paper, via the summary: 0.5)")
-    w_tpd: float = _opt(0.3, "weight of L_TPD (paper, via the summary: 0.3)")
-    tpd_divergence: Literal["ce", "kl"] = _opt("ce", "TPD divergence (paper, via the summary: CE, more stable than KL)")
-    detach_tpd_target: bool = _opt(True, "no gradient through TPD's later average (not in the sources read; usual)")
-    decay: float = _opt(0.5, "LIF leak factor beta = 1 - 1/tau_m (TWD code: --decay 0.5)")
-    v_threshold: float = _opt(1.0, "LIF threshold (TWD code: --thresh 1.0)")
-    surrogate_alpha: float = _opt(4.0, "sigmoid surrogate sharpness (spikingjelly default used by the TWD code: 4)")
-    claim_tolerance: float = _opt(
-        0.0,
-        "pp the seed-mean MEOM-TWD gain must exceed at every t (not in the paper; 0 = strictly better, the claim's "
-        "'beats' read literally)",
-    )
-    device: str = _opt("cpu", "torch device of training and evaluation: cpu, cuda, cuda:N or auto (gpu scale: cuda)")
-
-    SCALES: ClassVar[dict[str, dict[str, Any]]] = {
-        "smoke": {
-            "timesteps": 3, "n_seeds": 1, "arms": ("twd", "meom"), "teacher_widths": (4, 8, 8),
-            "student_widths": (4, 8, 8), "teacher_epochs": 1, "student_epochs": 1, "n_test": 1397,
-        },
-        "gpu": {
-            "n_seeds": 10, "teacher_widths": (64, 128, 256), "student_widths": (32, 64, 128),
-            "teacher_epochs": 60, "student_epochs": 100, "device": "cuda",
-        },
-    }  # fmt: skip
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        require(self.timesteps >= 2, "timesteps", f"TPD needs T >= 2, got {self.timesteps}")
-        require(self.n_seeds >= 1, "n_seeds", f"must be >= 1, got {self.n_seeds}")
-        require(self.min_seeds >= 2, "min_seeds", f"a paired t-test needs >= 2 seeds, got {self.min_seeds}")
-        require(self.twd_kd_weight >= 0, "twd_kd_weight", f"must be >= 0, got {self.twd_kd_weight}")
-        require(len(set(self.arms)) == len(self.arms), "arms", f"arms must be distinct, got {self.arms}")
-        require(
-            "twd" in self.arms and "meom" in self.arms,
-            "arms",
-            f"must include twd and meom (the verdict compares them), got {self.arms}",
-        )
-        require(10 <= self.n_test <= 1787, "n_test", f"must lie in [10, 1787] (1797 digits), got {self.n_test}")
-        require(0 <= self.occlusion <= 8, "occlusion", f"must lie in [0, 8] pixels, got {self.occlusion}")
-        require(self.noise_std >= 0, "noise_std", f"must be >= 0, got {self.noise_std}")
-        for name in ("teacher_widths", "student_widths"):
-            require(
-                all(w >= 1 for w in getattr(self, name)),
-                name,
-                f"channel counts must be positive, got {getattr(self, name)}",
-            )
-        require(self.teacher_epochs >= 1, "teacher_epochs", f"must be >= 1, got {self.teacher_epochs}")
-        require(self.student_epochs >= 1, "student_epochs", f"must be >= 1, got {self.student_epochs}")
-        require(self.batch_size >= 2, "batch_size", f"must be >= 2 (BatchNorm), got {self.batch_size}")
-        require(self.accumulation_steps >= 1, "accumulation_steps", f"must be >= 1, got {self.accumulation_steps}")
-        require(
-            self.batch_size >= 2 * self.accumulation_steps,
-            "accumulation_steps",
-            f"every micro-batch needs >= 2 images (BatchNorm): batch_size {self.batch_size} is too small for "
-            f"{self.accumulation_steps} accumulation steps",
-        )
-        require(self.lr > 0, "lr", f"must be > 0, got {self.lr}")
-        require(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
-        require(self.tau > 0, "tau", f"must be > 0, got {self.tau}")
-        require(0.0 <= self.lam <= 1.0, "lam", f"must lie in [0, 1], got {self.lam}")
-        require(0.0 < self.keep_prob <= 1.0, "keep_prob", f"must lie in (0, 1], got {self.keep_prob}")
-        for name in ("w_ce", "w_tmpd", "w_tpd"):
-            require(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
-        require(0.0 < self.decay <= 1.0, "decay", f"must lie in (0, 1], got {self.decay}")
-        require(self.v_threshold > 0, "v_threshold", f"must be > 0 (reset potential is 0), got {self.v_threshold}")
-        require(self.surrogate_alpha > 0, "surrogate_alpha", f"must be > 0, got {self.surrogate_alpha}")
+from iclr26.meom.model import ConvTeacher, SpikingConvNet, predict_logits
+from iclr26.meom.verdict import Measurements, verdict
 
 
 @dataclass(frozen=True)
@@ -369,11 +240,8 @@ def train_student(
     with torch.no_grad():
         # the frozen teacher (eval mode: per-sample BatchNorm) computes every training image's features once
         train_feats = teacher.features(data.x_train)  # (N, D, H, W)
-    head = teacher.head
-    softening = 1.0
-    if weights.soften:
-        softening = softening_factor(config, data, teacher, mask_seed)
-        head = _SoftenedHead(teacher.head, softening)
+    softening = softening_factor(config, data, teacher, mask_seed) if weights.soften else 1.0
+    head = _SoftenedHead(teacher.head, softening) if weights.soften else teacher.head
     steps_per_epoch = len(_batches(len(data.y_train), config.batch_size, torch_generator(0)))
     sched = _cosine_lr(opt, config.student_epochs * steps_per_epoch)
     student.train()
@@ -402,8 +270,8 @@ def train_student(
                 ).total  # fmt: skip
 
             opt.zero_grad()
-            if split:  # data parallel and/or accumulated: micro-batches of this rank's shard (see _split_step)
-                losses.append(_split_step(step_loss, net, len(idx), config.accumulation_steps, world))
+            if split:  # data parallel and/or accumulated: micro-batches of this rank's shard (see split_step)
+                losses.append(split_step(step_loss, net, len(idx), config.accumulation_steps, world))
             else:
                 total = step_loss(slice(None))
                 total.backward()
@@ -412,6 +280,11 @@ def train_student(
             sched.step()
             progress.update(1)
         epoch_loss = float(np.mean(losses))
+    return evaluate_student(student, data, final_loss=epoch_loss, softening=softening)
+
+
+def evaluate_student(student: SpikingConvNet, data: DigitsSplit, *, final_loss: float, softening: float) -> ArmResult:
+    """The :class:`ArmResult` of a trained ``student`` on the test split of ``data``."""
     logits = predict_logits(student, data.x_test)  # (T, N, C), on the device
     trunc = truncated_accuracy(logits, data.y_test)
     return ArmResult(
@@ -420,7 +293,7 @@ def train_student(
         var_logits=logit_temporal_variance(logits),
         var_acc=accuracy_temporal_variance(trunc),
         disagreement=prediction_disagreement(logits),
-        final_loss=epoch_loss,
+        final_loss=final_loss,
         softening=softening,
     )
 
@@ -433,7 +306,7 @@ def _data_parallel(model: torch.nn.Module, device: torch.device) -> torch.nn.Mod
     )
 
 
-def _split_step(
+def split_step(
     step_loss: Callable[[slice], Tensor], net: torch.nn.Module, batch: int, accumulation: int, world: World
 ) -> float:
     """Gradients of one student step over micro-batches; returns the batch's mean loss (summed over the ranks).
@@ -496,7 +369,7 @@ def _sd(a: np.ndarray) -> np.ndarray:
     return a.std(axis=0, ddof=1) if a.shape[0] > 1 else np.zeros_like(a[0])
 
 
-def _paired(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+def paired_difference(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
     """Seed-paired difference d = a - b over arrays of shape (seeds, ...), with a paired Student-t test.
 
     Returns:
@@ -541,12 +414,16 @@ def run(config: MEOMConfig, ctx: RunContext) -> Outcome:
 
 
 def _run(config: MEOMConfig, ctx: RunContext, device: torch.device) -> Outcome:
-    cpu_start = time.process_time()
     data = load_corrupted_digits(
         n_test=config.n_test, occlusion=config.occlusion, noise_std=config.noise_std, data_seed=config.data_seed
     ).to(device)
-    ctx.log(f"digits: {len(data.y_train)} train / {len(data.y_test)} test, T={config.timesteps}, device {device}")
-    steps = len(_batches(len(data.y_train), config.batch_size, torch_generator(0))) * config.student_epochs
+    # the students see a fixed stratified draw of the teacher's training images (the same for every --seed)
+    students_data = training_subset(data, config.n_student_train, derive_seed(config.data_seed, "student-subset"))
+    ctx.log(
+        f"digits: {len(data.y_train)} teacher / {len(students_data.y_train)} student training images, "
+        f"{len(data.y_test)} test, T={config.timesteps}, device {device}"
+    )
+    steps = len(_batches(len(students_data.y_train), config.batch_size, torch_generator(0))) * config.student_epochs
     results: dict[str, list[ArmResult]] = {arm: [] for arm in config.arms}
     teacher_acc = []
     with ctx.progress(total=config.n_seeds * len(config.arms) * steps, desc="students") as bar:
@@ -562,7 +439,7 @@ def _run(config: MEOMConfig, ctx: RunContext, device: torch.device) -> Outcome:
                 res = ctx.unit(
                     f"student-{arm}-seed{k}",
                     lambda arm=arm, seed=seed, teacher=teacher, init_state=init_state: train_student(
-                        config, arm, data, teacher, init_state, seed, bar
+                        config, arm, students_data, teacher, init_state, seed, bar
                     ),
                 )
                 results[arm].append(res)
@@ -571,171 +448,85 @@ def _run(config: MEOMConfig, ctx: RunContext, device: torch.device) -> Outcome:
                     + " ".join(f"{100 * a:.1f}" for a in res.truncated_acc)
                     + f"  var_logits {res.var_logits:.3f}"
                 )
-    return _outcome(config, ctx, results, teacher_acc, cpu_time_s=time.process_time() - cpu_start)
+    return _outcome(config, ctx, results, teacher_acc)
 
 
 def _outcome(
-    config: MEOMConfig,
-    ctx: RunContext,
-    results: dict[str, list[ArmResult]],
-    teacher_acc: list[float],
-    *,
-    cpu_time_s: float,
+    config: MEOMConfig, ctx: RunContext, results: dict[str, list[ArmResult]], teacher_acc: list[float]
 ) -> Outcome:
-    """Aggregate over seeds, plot, and judge the claim.
+    """Aggregate over seeds, plot, and judge the claim with :func:`iclr26.meom.verdict.verdict`.
 
     Args:
         config: the run's config.
         ctx: the run context (for the plots).
         results: per arm, one :class:`ArmResult` per seed.
         teacher_acc: the teacher's test accuracy per seed, in [0, 1].
-        cpu_time_s: CPU seconds the run's process used (``time.process_time``), recorded under the record's
-            ``timings`` (it varies between identical runs and decides nothing).
-
-    Returns:
-        The :class:`Outcome`; the verdict is whether the seed-mean paired gain MEOM - TWD exceeds
-        ``config.claim_tolerance`` at every t = 1..T.
     """
-    T = config.timesteps
     trunc = {arm: 100 * np.stack([r.truncated_acc for r in rs]) for arm, rs in results.items()}  # (seeds, T)
-    per_step = {arm: 100 * np.stack([r.per_step_acc for r in rs]) for arm, rs in results.items()}
-    var_logits = {arm: np.array([r.var_logits for r in rs]) for arm, rs in results.items()}
-    var_acc = {arm: np.array([r.var_acc for r in rs]) for arm, rs in results.items()}
-    disagreement = {arm: np.array([r.disagreement for r in rs]) for arm, rs in results.items()}
-    n = config.n_seeds
-    arms_metrics = {
-        arm: {
-            "acc_full_T_mean": trunc[arm][:, -1].mean(),
-            "acc_full_T_std": _sd(trunc[arm][:, -1]),
-            "truncated_acc_mean": trunc[arm].mean(axis=0),
-            "truncated_acc_std": _sd(trunc[arm]),
-            "per_step_acc_mean": per_step[arm].mean(axis=0),
-            "var_logits_mean": var_logits[arm].mean(),
-            "var_logits_std": _sd(var_logits[arm]),
-            "var_acc_mean": var_acc[arm].mean(),
-            "disagreement_mean": disagreement[arm].mean(),
-            "final_train_loss_mean": float(np.mean([r.final_loss for r in results[arm]])),
-            "truncated_acc_per_seed": trunc[arm],
-        }
-        for arm in results
+    measured = Measurements(
+        truncated_acc={arm: acc.tolist() for arm, acc in trunc.items()},
+        teacher_acc=[100 * a for a in teacher_acc],
+    )
+    metrics = {
+        "teacher_acc_mean": 100 * np.mean(teacher_acc),
+        "teacher_acc_per_seed": 100 * np.array(teacher_acc),
+        "arms": {arm: _arm_metrics(rs) for arm, rs in results.items()},
+        **comparisons(results),
     }
-    # every arm against the TWD baseline, seed-paired, at every t: (T,) arrays each
-    vs_twd = {arm: _paired(trunc[arm], trunc["twd"]) for arm in results if arm != "twd"}
-    gain = vs_twd["meom"]
-    # MEOM beats TWD at t: the paired gain exceeds the tolerance and a two-sided paired t-test over the seeds
-    # rejects "no difference" at 5% (the 95% interval lies above 0); with fewer than min_seeds seeds: untestable
-    beats_by_t = (gain["mean"] > config.claim_tolerance) & (gain["mean"] - gain["ci95"] > 0)
-    testable = n >= config.min_seeds
-    held = bool(testable and np.all(beats_by_t))
+    _plot(config, ctx, trunc, metrics["gain_vs_twd_pp"]["meom"])
+    return Outcome.of(verdict(measured, config), metrics=metrics)
+
+
+def _arm_metrics(rs: list[ArmResult]) -> dict[str, Any]:
+    """One arm's accuracies (percent) and temporal-variance candidates, mean and sd over the seeds."""
+    trunc = 100 * np.stack([r.truncated_acc for r in rs])  # (seeds, T)
+    var_logits = np.array([r.var_logits for r in rs])
+    return {
+        "acc_full_T_mean": trunc[:, -1].mean(),
+        "acc_full_T_std": _sd(trunc[:, -1]),
+        "truncated_acc_mean": trunc.mean(axis=0),
+        "truncated_acc_std": _sd(trunc),
+        "per_step_acc_mean": (100 * np.stack([r.per_step_acc for r in rs])).mean(axis=0),
+        "var_logits_mean": var_logits.mean(),
+        "var_logits_std": _sd(var_logits),
+        "var_acc_mean": np.array([r.var_acc for r in rs]).mean(),
+        "disagreement_mean": np.array([r.disagreement for r in rs]).mean(),
+        "final_train_loss_mean": float(np.mean([r.final_loss for r in rs])),
+        "truncated_acc_per_seed": trunc,
+    }
+
+
+def comparisons(results: dict[str, list[ArmResult]]) -> dict[str, Any]:
+    """Seed-paired differences in pp at every t (:func:`paired_difference`): every arm against TWD and against the
+    ablation base (TWD at MEOM's KD weight, when run), the softened-teacher control, and the secondary checks
+    (reported, not judged). ``results`` holds at least the arms of :data:`~iclr26.meom.config.VERDICT_ARMS`."""
+    trunc = {arm: 100 * np.stack([r.truncated_acc for r in rs]) for arm, rs in results.items()}  # (seeds, T)
+    vs_twd = {arm: paired_difference(trunc[arm], trunc["twd"]) for arm in results if arm != "twd"}
     # the ablation's base at MEOM's own KD weight (same weight as every other teacher arm), when it was run
     base = "twd-w0.5" if "twd-w0.5" in results else "twd"
-    vs_base = {arm: _paired(trunc[arm], trunc[base]) for arm in results if arm != base}
-    controls: dict[str, Any] = {}
-    if "twd-soft" in results:
-        # issue 16's control: is TMPD's gain more than plain target softening? (same KD weight, same temperature)
-        controls["softening_factor_per_seed"] = np.array([r.softening for r in results["twd-soft"]])
-        for arm in ("twd+tmpd", "meom"):
-            if arm in results:
-                d = _paired(trunc[arm], trunc["twd-soft"])
-                controls[f"{arm}_minus_twd-soft"] = d
-                controls[f"{arm}_beats_twd-soft_by_t"] = (d["mean"] > 0) & (d["mean"] - d["ci95"] > 0)
-        controls["twd-soft_minus_twd"] = vs_twd["twd-soft"]
+    vs_base = {arm: paired_difference(trunc[arm], trunc[base]) for arm in results if arm != base}
+    # is TMPD's gain more than plain target softening? (same KD weight, same temperature)
+    controls: dict[str, Any] = {"softening_factor_per_seed": np.array([r.softening for r in results["twd-soft"]])}
+    for arm in ("twd+tmpd", "meom"):
+        d = paired_difference(trunc[arm], trunc["twd-soft"])
+        controls[f"{arm}_minus_twd-soft"] = d
+        controls[f"{arm}_beats_twd-soft_by_t"] = (d["mean"] > 0) & (d["mean"] - d["ci95"] > 0)
+    controls["twd-soft_minus_twd"] = vs_twd["twd-soft"]
     secondary: dict[str, Any] = {"ablation_base": base}
     if "twd+tpd" in results:
         # "TPD raises early-timestep accuracy": the paired gain of TWD+TPD over TWD (same KD weight) at t = 1
         tpd_gain = vs_base["twd+tpd"]
         secondary["tpd_raises_t1"] = bool(tpd_gain["mean"][0] > 0)
         secondary["tpd_raises_t1_significant"] = bool(tpd_gain["significant"][0] and tpd_gain["mean"][0] > 0)
-    if "twd+tmpd" in results:
-        # "TMPD lowers temporal variance": paired change TWD+TMPD - TWD (same KD weight) of each Var@T candidate
-        for name, values in (("var_logits", var_logits), ("disagreement", disagreement), ("var_acc", var_acc)):
-            dv = _paired(values["twd+tmpd"], values[base])
-            secondary[f"tmpd_{name}_change"] = dv["mean"]
-            secondary[f"tmpd_{name}_change_ci95"] = dv["ci95"]
-            secondary[f"tmpd_lowers_{name}"] = bool(dv["mean"] < 0)
-            secondary[f"tmpd_lowers_{name}_significant"] = bool(dv["significant"] and dv["mean"] < 0)
-    metrics = {
-        "teacher_acc_mean": 100 * np.mean(teacher_acc),
-        "teacher_acc_per_seed": 100 * np.array(teacher_acc),
-        "arms": arms_metrics,
-        "gain_vs_twd_pp": vs_twd,
-        "gain_vs_ablation_base_pp": vs_base,
-        "controls": controls,
-        "secondary": secondary,
-    }
-    _plot(config, ctx, trunc, gain)
-    evidence = {
-        "meom_minus_twd_mean_pp_by_t": gain["mean"],
-        "meom_minus_twd_se_pp_by_t": gain["se"],
-        "meom_minus_twd_ci95_pp_by_t": gain["ci95"],
-        "meom_gain_significant_by_t": gain["significant"],
-        "meom_wins_by_t": gain["wins"],
-        "meom_beats_twd_by_t": beats_by_t,
-        "verdict_testable": testable,
-        "n_seeds": n,
-        "twd_kd_weight": config.twd_kd_weight,
-        "thresholds": {
-            "claim_tolerance": threshold(config, "claim_tolerance"),
-            "min_seeds": threshold(config, "min_seeds"),
-        },
-        "meom_acc_full_T": arms_metrics["meom"]["acc_full_T_mean"],
-        "twd_acc_full_T": arms_metrics["twd"]["acc_full_T_mean"],
-    }
-    if "ce" in results:
-        evidence["ce_acc_full_T"] = arms_metrics["ce"]["acc_full_T_mean"]
-    if "twd-w0.5" in results:
-        # both KD weights of TWD side by side (issue 16): its repository's 0.2 (the verdict) and MEOM's 0.5
-        evidence["twd_w05_acc_full_T"] = arms_metrics["twd-w0.5"]["acc_full_T_mean"]
-        evidence["meom_minus_twd_w05_mean_pp_by_t"] = vs_twd["meom"]["mean"] - vs_twd["twd-w0.5"]["mean"]
-        evidence["meom_minus_twd_w05_ci95_pp_by_t"] = vs_base["meom"]["ci95"] if base == "twd-w0.5" else None
-    if "twd-soft" in results:
-        evidence["softening_factor_mean"] = float(np.mean(controls["softening_factor_per_seed"]))
-        for arm in ("twd+tmpd", "meom"):
-            if arm in results:
-                evidence[f"{arm}_minus_twd_soft_mean_pp_by_t"] = controls[f"{arm}_minus_twd-soft"]["mean"]
-                evidence[f"{arm}_minus_twd_soft_ci95_pp_by_t"] = controls[f"{arm}_minus_twd-soft"]["ci95"]
-                evidence[f"{arm}_beats_twd_soft_by_t"] = controls[f"{arm}_beats_twd-soft_by_t"]
-    n_beats = int(np.sum(beats_by_t))
-    # a paired t-test needs two seeds: with one, say so rather than print "0/T significant"
-    significance = (
-        f"significantly above 0 at {n_beats}/{T} t, paired t-test at 5%"
-        if n > 1
-        else "significance not testable with 1 seed"
-    )
-    measurement = (
-        f"T={T}, {n} seed{'s' if n > 1 else ''}: MEOM {arms_metrics['meom']['acc_full_T_mean']:.2f}% vs TWD "
-        f"(KD weight {config.twd_kd_weight:g}) {arms_metrics['twd']['acc_full_T_mean']:.2f}% at full T; paired gain "
-        "by t = " + ", ".join(f"{g:+.2f}" for g in gain["mean"]) + f" pp ({significance})"
-    )
-    if "twd+tmpd_minus_twd-soft" in controls:
-        soft = controls["twd+tmpd_minus_twd-soft"]
-        measurement += (
-            f"; control TWD+TMPD - softened-teacher TWD (s = {np.mean(controls['softening_factor_per_seed']):.2f}) "
-            f"at full T {soft['mean'][-1]:+.2f} ± {soft['ci95'][-1]:.2f} pp"
-        )
-    measurement += f"; teacher {metrics['teacher_acc_mean']:.1f}%"
-    not_beaten = ", ".join(str(t + 1) for t in np.flatnonzero(~beats_by_t))
-    notes = (
-        "Gains are seed-paired means (shared init, batch order and masks); claim_held needs a significant paired "
-        f"gain (95% interval above 0) at every t with at least {config.min_seeds} seeds. "
-    )
-    if not testable:
-        notes += f"{n} seed(s) < {config.min_seeds}: the verdict is not testable, so not held. "
-    elif not_beaten:
-        notes += f"MEOM does not significantly beat TWD (paired t-test, 5%) at t = {not_beaten}. "
-    notes += "Var@T definition of the paper unknown; three candidates reported."
-    if "ce" in results and vs_twd["ce"]["mean"][-1] > 0:
-        notes += " TWD is below the CE-only student at full T here: the constant-teacher KD term did not help" + (
-            " (significant)." if vs_twd["ce"]["significant"][-1] else " (within seed noise)."
-        )
-    return Outcome(
-        metrics=metrics,
-        claim_held=held,
-        evidence=evidence,
-        measurement=measurement,
-        notes=notes,
-        timings={"cpu_time_s": cpu_time_s},
-    )
+    # "TMPD lowers temporal variance": paired change TWD+TMPD - TWD (same KD weight) of each Var@T candidate
+    for name in ("var_logits", "disagreement", "var_acc"):
+        values = {arm: np.array([getattr(r, name) for r in results[arm]]) for arm in ("twd+tmpd", base)}
+        dv = paired_difference(values["twd+tmpd"], values[base])
+        secondary[f"tmpd_{name}_change"] = dv["mean"]
+        secondary[f"tmpd_{name}_change_ci95"] = dv["ci95"]
+        secondary[f"tmpd_lowers_{name}"] = bool(dv["mean"] < 0)
+        secondary[f"tmpd_lowers_{name}_significant"] = bool(dv["significant"] and dv["mean"] < 0)
+    return {"gain_vs_twd_pp": vs_twd, "gain_vs_ablation_base_pp": vs_base, "controls": controls, "secondary": secondary}
 
 
 def _plot(config: MEOMConfig, ctx: RunContext, trunc: dict[str, np.ndarray], gain: dict[str, Any]) -> None:

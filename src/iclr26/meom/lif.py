@@ -15,7 +15,7 @@ Difference equations, for t = 1..T with V_0 = V_reset (hard reset) or 0 (soft re
 
 Backward: dS/dH = alpha * sigmoid(alpha * (H - V_th)) * (1 - sigmoid(alpha * (H - V_th))).
 
-Fast path (issue 18), the TWD neuron's case V_reset = 0: H_t = beta V_{t-1} + X_t, and fire and reset are one autograd
+Fast path, the TWD neuron's case V_reset = 0: H_t = beta V_{t-1} + X_t, and fire and reset are one autograd
 node (:class:`FireAndReset`): S_t = Theta(H_t - V_th), V_t = H_t (1 - S_t), whose backward is written out,
 
     dL/dH = g_S S' + g_V ((1 - S) - H S')      (S' = dS/dH, the surrogate; detach_reset drops the - H S' term),

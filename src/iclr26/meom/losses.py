@@ -332,8 +332,8 @@ def matched_softening(teacher_logits: Tensor, perspective_logits: Tensor, *, tau
     """The factor s >= 0 such that the teacher's softened targets softmax(z^A / (s tau)) have the same mean entropy as
     TMPD's targets softmax(z^_t / tau), averaged over timesteps and samples.
 
-    This is the control of issue 16: "TWD with a softened teacher, temperature matched to the softening the masks
-    cause". Masking drops feature elements (and, without 1/keep rescaling, shrinks the masked logits), so the
+    This is the control "TWD with a softened teacher, temperature matched to the softening the masks cause".
+    Masking drops feature elements (and, without 1/keep rescaling, shrinks the masked logits), so the
     multi-perspective targets are flatter than the teacher's; TWD with z^A / s has equally flat targets but no
     per-timestep diversity. Found by bisection on log s (the mean entropy grows monotonically with s).
 
