@@ -98,7 +98,7 @@ def test_smoke_run_on_a_user_data_file(tmp_path):
 
 @pytest.mark.slow  # transformers' import alone takes ~10 s on the shared machine
 def test_smoke_run_with_the_pretrained_arm_on_a_tiny_chat_model(tmp_path):
-    from dna_helpers import tiny_chat_lm
+    from dna_doubles import tiny_chat_lm
 
     from iclr26.runner import run_experiment
 

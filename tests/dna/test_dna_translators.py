@@ -185,7 +185,7 @@ def test_http_translator_checks_its_arguments():
 
 @pytest.mark.slow  # importing transformers alone takes ~10 s on the shared machine
 def test_pretrained_backend_counts_tokens_and_keeps_one_line(tmp_path):
-    from dna_helpers import tiny_chat_lm
+    from dna_doubles import tiny_chat_lm
 
     from iclr26.dna.translators import PretrainedTranslator
 

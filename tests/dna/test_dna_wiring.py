@@ -7,7 +7,7 @@ allowed or not. DNA vs the placebo library: the same names, signatures and docum
 
 from __future__ import annotations
 
-from dna_helpers import Scripted, gold_answer
+from dna_doubles import Scripted, gold_answer
 
 from iclr26.dna.corpus import CONCEPTS, Clause, gold_library, make_item
 from iclr26.dna.dsl import And, Not, Or, expand

@@ -59,6 +59,7 @@ class ArmResult:
         tokens: per statement, prompt + completion tokens.
         validator_ok: per statement, the full validator accepts the output.
         outputs: the final texts (the first few kept in the record).
+        z3_unknowns: z3 queries of the arm (refinement and judging) that ran out of ``z3_rlimit``.
     """
 
     correct: list[bool]
@@ -67,6 +68,7 @@ class ArmResult:
     tokens: list[int]
     validator_ok: list[bool]
     outputs: list[str]
+    z3_unknowns: int = 0
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,7 @@ def _arm(config: DNAConfig, translator, items: list, arm: str, library, gold_lib
         correct.append(bool(ok and validator.equivalent(out.text, it.formal, defs, gold_lib)))
         vok.append(bool(ok and validator.validate(out.text, defs, expected_binders=it.binders).ok))
     return ArmResult(correct, valid, [o.calls for o in outs], [o.prompt_tokens + o.completion_tokens for o in outs],
-                     vok, [o.text for o in outs])  # fmt: skip
+                     vok, [o.text for o in outs], validator.unknowns)  # fmt: skip
 
 
 def _book(config: DNAConfig, train: list, library) -> Any:  # noqa: ANN001
@@ -355,7 +357,7 @@ def _arm_metrics(r: ArmResult, items: list, train_max: int, held_out: tuple[str,
         "accuracy_short": mean(short), "accuracy_long": mean(long),
         "accuracy_seen_concepts": mean(seen), "accuracy_unseen_concepts": mean(unseen),
         "calls_per_statement": float(np.mean(r.calls)), "tokens_per_statement": float(np.mean(r.tokens)),
-        "examples": r.outputs[:3],
+        "examples": r.outputs[:3], "z3_unknowns": r.z3_unknowns,
     }  # fmt: skip
 
 
