@@ -16,7 +16,7 @@ NjgaeXNit3. What ``iclr26 run dna`` does:
 4. Arms (:data:`~iclr26.dna.pipeline.ARMS`), the same translator and the same call budget per statement
    (clauses + 1 + ``refine_calls``): direct, abstractions only, decomposition only, full DNA; and the control
    ``dna_placebo``: full DNA with a placebo library (names, signatures and documentation kept, each definition's
-   first conjunct negated), which must not beat direct.
+   first conjunct negated), which must not reach full DNA.
 5. The same four arms with SmolLM2-135M-Instruct few-shot (``pretrained_arm``) on ``n_pretrained`` test statements
    (its own Phase I library); reported, not part of the verdict (too few statements for power on one CPU thread).
 6. Judging: equivalence accuracy (z3 proves the output equivalent to the gold formalization, each side expanded
