@@ -14,8 +14,9 @@ import torch
 
 def main() -> None:
     from iclr26.common.pretrained import load_pretrained
+    from iclr26.dna.config import DNAConfig
     from iclr26.dna.corpus import gold_library
-    from iclr26.dna.experiment import DNAConfig, _book, _corpus, _max_new
+    from iclr26.dna.experiment import _book, _corpus, _max_new
     from iclr26.dna.pipeline import decompose_informal
     from iclr26.dna.translators import PretrainedTranslator, Request
 

@@ -1,14 +1,14 @@
-"""The reproduction's config validation, its verdict statistics, and a smoke run on a user data file."""
+"""The reproduction's config checks (before any work), its call budget, and smoke runs of the whole pipeline."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from scipy import stats
 
 from iclr26.common.config import ConfigError, apply_overrides
-from iclr26.dna.experiment import DNAConfig, budget_of, compare
+from iclr26.dna.config import DNAConfig
+from iclr26.dna.experiment import budget_of
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,9 @@ from iclr26.dna.experiment import DNAConfig, budget_of, compare
         (["n_test=0"], "n_test"),
         (["confidence=0.4"], "confidence"),
         (["concept_prob=1.5"], "concept_prob"),
+        (["held_out="], "held_out"),
+        (["z3_rlimit=0"], "z3_rlimit"),
+        (["min_library_correct=1.5"], "min_library_correct"),
     ],
 )
 def test_config_errors_name_the_field(overrides, field):
@@ -34,23 +37,40 @@ def test_data_key_is_validated_when_the_config_is_built(tmp_path):
         apply_overrides(DNAConfig.preset("smoke"), [f"data={bad}"])
 
 
-def test_compare_hand_computed():
-    # d = [0, 0, 1, 1]: mean 0.5, sd = sqrt(1/3), se = sd / 2; lower = 0.5 − t_{.95,3} · se
-    got = compare([False, True, True, True], [False, True, False, False], [2, 3, 4, 5], margin=0.0,
-                  slope_margin=0.0, confidence=0.95)  # fmt: skip
-    se = (1 / 3) ** 0.5 / 2
-    assert got.mean == pytest.approx(0.5) and got.lower_bound == pytest.approx(0.5 - stats.t.ppf(0.95, 3) * se)
-    assert not got.passes
-    # OLS of d on length: slope = Sxy / Sxx = 2 / 5; residuals (.1, −.3, .3, −.1), s² = 0.2 / 2, stderr = √(s²/5)
-    assert got.slope == pytest.approx(0.4)
-    assert got.slope_lower_bound == pytest.approx(0.4 - stats.t.ppf(0.95, 2) * (0.1 / 5) ** 0.5)
-    assert not got.slope_passes
-    strong = compare([True] * 8 + [False] * 2, [False] * 10, list(range(2, 12)), margin=0.0, slope_margin=0.0,
-                     confidence=0.95)  # fmt: skip
-    assert strong.passes and strong.mean == pytest.approx(0.8)
-    assert strong.slope < 0 and not strong.slope_passes  # the gain shrinks with length here
-    flat = compare([False] * 4, [False] * 4, [2, 3, 4, 5], margin=0.0, slope_margin=0.0, confidence=0.95)
-    assert (flat.mean, flat.slope, flat.slope_lower_bound, flat.passes, flat.slope_passes) == (0, 0, 0, False, False)
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (None, "does not exist"),
+        (b"", "not a GGUF model"),
+        (b"\x00\x01binary", "not a GGUF model"),
+    ],
+)
+def test_a_pretrained_model_that_cannot_load_is_refused_before_any_work(tmp_path, content, match):
+    path = tmp_path / "model.bin"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ConfigError, match=f"config field 'model': .*{match}"):
+        apply_overrides(DNAConfig.preset("smoke"), ["pretrained_arm=true", f"model={path}"])
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    with pytest.raises(ConfigError, match="config field 'model': .*config.json"):
+        apply_overrides(DNAConfig.preset("smoke"), [f"model={folder}"])
+
+
+def test_an_empty_model_or_held_out_is_refused():
+    with pytest.raises(ConfigError, match="model"):
+        apply_overrides(DNAConfig.preset("smoke"), ["model="])
+    with pytest.raises(ConfigError, match="config field 'held_out': name at least one concept"):
+        DNAConfig(held_out=())
+
+
+def test_smoke_record_claim_held_is_a_verdict_word(tmp_path):
+    from iclr26.runner import run_experiment
+
+    summary = run_experiment("dna", DNAConfig.preset("smoke"), scale="smoke", out=tmp_path / "runs", quiet=True)
+    record = json.loads((summary.run_dir / "result.json").read_text())
+    assert record["claim_held"] == "inconclusive"  # three optimizer steps learn nothing: the gates say so
+    assert record["evidence"]["gates"]["translator_competent"]["passed"] is False
 
 
 def test_budget_is_one_pass_plus_the_refine_calls():
@@ -78,7 +98,7 @@ def test_smoke_run_on_a_user_data_file(tmp_path):
 
 @pytest.mark.slow  # transformers' import alone takes ~10 s on the shared machine
 def test_smoke_run_with_the_pretrained_arm_on_a_tiny_chat_model(tmp_path):
-    from dna_helpers import tiny_chat_lm
+    from dna_doubles import tiny_chat_lm
 
     from iclr26.runner import run_experiment
 
@@ -89,4 +109,5 @@ def test_smoke_run_with_the_pretrained_arm_on_a_tiny_chat_model(tmp_path):
     record = json.loads((summary.run_dir / "result.json").read_text())
     assert set(record["metrics"]["smollm2"]) == {"direct", "abstract", "decompose", "dna"}
     assert record["metrics"]["pretrained_model"]["dtype"] == "bfloat16"
-    assert "smollm2_dna_vs_direct" in record["evidence"]
+    assert "smollm2_dna_vs_direct" in record["metrics"]
+    assert record["claim_held"] in ("held", "not held", "inconclusive")

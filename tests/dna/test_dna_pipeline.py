@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dna_helpers import Scripted, gold_answer
+from dna_doubles import Scripted, gold_answer
 
 from iclr26.dna.concepts import Library
 from iclr26.dna.corpus import Clause, gold_library, make_item

@@ -19,7 +19,7 @@ from iclr26.dna.translators import (
     Request,
     TinyTranslator,
     TranslatorError,
-    _adamw_step,
+    adamw_step,
     decode,
     parse_user_message,
     serve_translator,
@@ -71,7 +71,7 @@ def test_adamw_step_matches_the_update_rule():
     p = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
     p.grad = torch.tensor([0.5, -4.0])
     moments = [(torch.zeros(2), torch.zeros(2))]
-    _adamw_step([p], moments, 1, lr=0.1, weight_decay=0.01)
+    adamw_step([p], moments, 1, lr=0.1, weight_decay=0.01)
     want = torch.tensor([1.0, -2.0]) * (1 - 0.001) - 0.1 * torch.tensor([1.0, -1.0])
     assert torch.allclose(p.detach(), want, atol=1e-6, rtol=0), (p, want)
 
@@ -185,7 +185,7 @@ def test_http_translator_checks_its_arguments():
 
 @pytest.mark.slow  # importing transformers alone takes ~10 s on the shared machine
 def test_pretrained_backend_counts_tokens_and_keeps_one_line(tmp_path):
-    from dna_helpers import tiny_chat_lm
+    from dna_doubles import tiny_chat_lm
 
     from iclr26.dna.translators import PretrainedTranslator
 

@@ -16,17 +16,15 @@ NjgaeXNit3. What ``iclr26 run dna`` does:
 4. Arms (:data:`~iclr26.dna.pipeline.ARMS`), the same translator and the same call budget per statement
    (clauses + 1 + ``refine_calls``): direct, abstractions only, decomposition only, full DNA; and the control
    ``dna_placebo``: full DNA with a placebo library (names, signatures and documentation kept, each definition's
-   first conjunct negated), which must not beat direct.
+   first conjunct negated), which must not reach full DNA.
 5. The same four arms with SmolLM2-135M-Instruct few-shot (``pretrained_arm``) on ``n_pretrained`` test statements
    (its own Phase I library); reported, not part of the verdict (too few statements for power on one CPU thread).
 6. Judging: equivalence accuracy (z3 proves the output equivalent to the gold formalization, each side expanded
    with its own library), syntactic validity (parses and type-checks), per length and per split; model calls and
    tokens per statement.
-7. Verdict (fixed before the first run), on the small translator, paired over test statements with per-statement
-   differences d_i = correct_DNA − correct_direct: (a) mean(d) > ``gain_margin`` and its one-sided ``confidence``
-   lower bound > 0 (paired t, ``iclr26.common.stats.paired_t``); (b) the gain grows with length: the OLS slope of
-   d_i on the clause count has a one-sided ``confidence`` lower bound > ``slope_margin``; (c) the control fails:
-   the placebo-library DNA does not pass (a) against direct.
+7. Verdict (:mod:`iclr26.dna.verdict`), on the small translator, paired over the test statements: DNA against
+   direct, against decomposition only, and against the placebo-library control, behind gates that the test bed
+   can show the effect.
 
 Units of work (``--resume``): ``corpus``, ``train-tiny``, ``library-tiny``, ``arm-tiny-<arm>`` (five),
 ``library-smollm2`` and ``arm-smollm2-<arm>`` (four) when ``pretrained_arm``.
@@ -34,125 +32,18 @@ Units of work (``--resume``): ``corpus``, ``train-tiny``, ``library-tiny``, ``ar
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
-from iclr26.common.config import ConfigError, ExperimentConfig, require, threshold
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
-from iclr26.common.stats import paired_t
-
-
-def _opt(default: Any, help_text: str) -> Any:
-    return field(default=default, metadata={"help": help_text})
-
-
-@dataclass(frozen=True)
-class DNAConfig(ExperimentConfig):
-    """DNA vs direct translation and the ablations on a generated corpus; defaults are the ``cpu`` scale."""
-
-    n_train: int = _opt(900, "training statements of the small translator's parallel corpus (not in the paper, "
-                        "which trains nothing; sized for one CPU thread)")  # fmt: skip
-    n_test: int = _opt(160, "test statements for the small translator, the paired axis of the verdict (paper: 100 "
-                       "core + 40 complex LeanEuclidPlus problems [unverified]); 160 detects a 10-point "
-                       "gain")  # fmt: skip
-    train_max_clauses: int = _opt(4, "longest training statement in clauses (the length split's boundary; not in "
-                                  "the paper)")  # fmt: skip
-    test_max_clauses: int = _opt(7, "longest test statement in clauses (LeanEuclidPlus's 'complex' problems are "
-                                 "the long ones; not in the paper)")  # fmt: skip
-    concept_prob: float = _opt(0.5, "probability that a clause uses a shared concept (not in the paper; "
-                               "abstractions pay off when concepts recur)")  # fmt: skip
-    held_out: tuple[str, ...] = _opt(("diameter", "oppositeSides", "outside"), "concepts absent from the "
-                                     "translator's training statements (the unseen-concept split; not in the "
-                                     "paper)")  # fmt: skip
-    doc_pairs: int = _opt(12, "library documentation pairs per concept in the translator's corpus (random "
-                          "variable names; not in the paper)")  # fmt: skip
-    steps: int = _opt(1500, "optimizer steps of the small translator (not in the paper)")
-    batch_size: int = _opt(32, "sequences per step (not in the paper)")
-    lr: float = _opt(3e-3, "AdamW peak learning rate, cosine decay (not in the paper; usual for small LMs)")
-    d_model: int = _opt(64, "small translator width (not in the paper; sized for one CPU thread)")
-    n_layers: int = _opt(3, "small translator blocks (not in the paper)")
-    n_heads: int = _opt(4, "attention heads (not in the paper)")
-    temperature: float = _opt(0.8, "sampling temperature of the small translator's resamples and repairs (not in "
-                              "the paper; its 0.2 is for LLMs)")  # fmt: skip
-    max_new_statement: int = _opt(400, "most tokens of a whole-statement reply (an expanded 7-clause statement "
-                                  "can have ~300 word tokens; the context is 640)")  # fmt: skip
-    max_new_clause: int = _opt(64, "most tokens of a clause or quantifier reply (an expanded concept has <= 60)")
-    refine_calls: int = _opt(2, "calls per statement beyond one pass of the clause tree (clauses + 1); every arm "
-                             "gets the same budget (issue 23: same number of model calls)")  # fmt: skip
-    library_repairs: int = _opt(2, "Phase I repair rounds per definition (the paper's compile-and-repair; not "
-                                "numbered there)")  # fmt: skip
-    z3_timeout_ms: int = _opt(2000, "z3 time limit per validator or equivalence query (unknown = not proved)")
-    pretrained_arm: bool = _opt(True, "also run the four arms with SmolLM2-135M-Instruct few-shot")
-    n_pretrained: int = _opt(6, "test statements for SmolLM2 (its calls dominate the CPU budget: ~1.6 s per "
-                             "clause call, ~4 s per statement call on one thread, measured with "
-                             "benchmarks/dna_throughput.py)")  # fmt: skip
-    pretrained_refine_calls: int = _opt(0, "SmolLM2's calls per statement beyond one pass of the clause tree, equal "
-                                        "for its four arms (0: a whole-statement call costs ~4 CPU s)")  # fmt: skip
-    pretrained_max_clauses: int = _opt(4, "longest statement given to SmolLM2 (not in the paper)")
-    few_shot: int = _opt(3, "few-shot examples per request kind in SmolLM2's prompt (paper: a 1-shot example of "
-                         "the full pipeline [unverified])")  # fmt: skip
-    pretrained_temperature: float = _opt(0.2, "SmolLM2's sampling temperature for resamples (paper: 0.2 for "
-                                         "non-reasoning models [unverified])")  # fmt: skip
-    model: Path | None = _opt(None, "a .gguf file or Hugging Face folder instead of SmolLM2-135M-Instruct")
-    confidence: float = _opt(0.95, "one-sided confidence of the paired lower bounds (fixed before the first run)")
-    gain_margin: float = _opt(0.0, "mean accuracy gain of DNA over direct that must be exceeded (the claim is "
-                              "'improves'; fixed before the first run)")  # fmt: skip
-    slope_margin: float = _opt(0.0, "gain per extra clause that the slope's lower bound must exceed (the claim is "
-                               "'grows with length'; fixed before the first run)")  # fmt: skip
-    data: Path | None = _opt(None, "JSONL test statements ({id, informal, formal}; see corpus.py), replacing the "
-                             "generated test set; the training corpus is still generated")  # fmt: skip
-
-    SCALES: ClassVar[dict[str, dict[str, Any]]] = {
-        "smoke": {"n_train": 40, "n_test": 6, "steps": 3, "batch_size": 4, "d_model": 16, "n_layers": 1,
-                  "n_heads": 2, "doc_pairs": 1, "test_max_clauses": 4, "pretrained_arm": False, "refine_calls": 1,
-                  "library_repairs": 0, "max_new_statement": 4, "max_new_clause": 4},
-        "gpu": {"n_train": 5000, "n_test": 600, "steps": 8000, "d_model": 128, "n_layers": 4, "n_pretrained": 140,
-                "pretrained_refine_calls": 2,
-                "test_max_clauses": 8},
-    }  # fmt: skip
-    CPU_BOUND: ClassVar[str | None] = (
-        "the validator and equivalence checker are z3 (CPU) and the translators are small; the gpu preset is a "
-        "larger corpus and model on the CPU"
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        from iclr26.dna.corpus import CONCEPTS
-
-        for name in ("n_train", "n_test", "steps", "batch_size", "d_model", "n_layers", "n_heads", "z3_timeout_ms",
-                     "n_pretrained", "few_shot"):  # fmt: skip
-            require(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
-        for name in ("max_new_statement", "max_new_clause"):
-            require(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
-        for name in ("refine_calls", "library_repairs", "doc_pairs", "pretrained_refine_calls"):
-            require(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
-        require(self.train_max_clauses >= 2, "train_max_clauses", f"must be >= 2, got {self.train_max_clauses}")
-        require(self.test_max_clauses >= self.train_max_clauses, "test_max_clauses",
-                f"must be >= train_max_clauses={self.train_max_clauses}, got {self.test_max_clauses}")  # fmt: skip
-        require(self.pretrained_max_clauses >= 2, "pretrained_max_clauses", "must be >= 2")
-        require(0 <= self.concept_prob <= 1, "concept_prob", f"must lie in [0, 1], got {self.concept_prob}")
-        require(self.d_model % self.n_heads == 0 and (self.d_model // self.n_heads) % 2 == 0, "n_heads",
-                f"must divide d_model={self.d_model} into even head widths")  # fmt: skip
-        unknown = [c for c in self.held_out if c not in CONCEPTS]
-        require(not unknown, "held_out", f"unknown concepts {unknown}; known: {', '.join(CONCEPTS)}")
-        require(len(self.held_out) < len(CONCEPTS), "held_out", "must leave at least one concept for training")
-        require(self.lr > 0 and self.temperature > 0 and self.pretrained_temperature > 0, "lr",
-                "lr, temperature and pretrained_temperature must be > 0")  # fmt: skip
-        require(0.5 < self.confidence < 1, "confidence", f"must lie in (0.5, 1), got {self.confidence}")
-        if self.data is not None:
-            from iclr26.dna.corpus import load_jsonl
-
-            try:
-                load_jsonl(self.data)
-            except (ValueError, FileNotFoundError) as err:
-                raise ConfigError(f"config field 'data': {err}") from None
-
+from iclr26.dna.config import DNAConfig
+from iclr26.dna.verdict import Measurements, compare, verdict
 
 ARMS = ("direct", "abstract", "decompose", "dna")
 
@@ -168,6 +59,7 @@ class ArmResult:
         tokens: per statement, prompt + completion tokens.
         validator_ok: per statement, the full validator accepts the output.
         outputs: the final texts (the first few kept in the record).
+        z3_unknowns: z3 queries of the arm (refinement and judging) that ran out of ``z3_rlimit``.
     """
 
     correct: list[bool]
@@ -176,6 +68,7 @@ class ArmResult:
     tokens: list[int]
     validator_ok: list[bool]
     outputs: list[str]
+    z3_unknowns: int = 0
 
 
 @dataclass(frozen=True)
@@ -206,7 +99,7 @@ def _corpus(config: DNAConfig) -> CorpusData:
     from iclr26.dna.corpus import CONCEPTS, LITERALS, clause_phrases, concept_analysis, generate_corpus, load_jsonl
     from iclr26.dna.validator import Validator
 
-    validator = Validator(timeout_ms=config.z3_timeout_ms)
+    validator = Validator(rlimit=config.z3_rlimit)
     seen = [c for c in CONCEPTS if c not in config.held_out]
     train = generate_corpus(numpy_rng(derive_seed(config.seed, "train")), config.n_train, min_clauses=2,
                             max_clauses=config.train_max_clauses, concepts=seen, concept_prob=config.concept_prob,
@@ -276,7 +169,7 @@ def _library(config: DNAConfig, translator, order: list[str], *, repairs: int) -
     from iclr26.dna.pipeline import learn_library
     from iclr26.dna.validator import Validator
 
-    validator = Validator(timeout_ms=config.z3_timeout_ms)
+    validator = Validator(rlimit=config.z3_rlimit)
     lib, report = learn_library(order, translator, validator, repair_rounds=repairs)
     gold = gold_library().definitions
     correct = 0
@@ -290,7 +183,7 @@ def _library(config: DNAConfig, translator, order: list[str], *, repairs: int) -
                          correct)  # fmt: skip
 
 
-def _as_library(result: LibraryResult, *, placebo: bool = False):  # noqa: ANN202
+def as_library(result: LibraryResult, *, placebo: bool = False):  # noqa: ANN202
     """The :class:`~iclr26.dna.concepts.Library` of a unit's result; ``placebo`` negates each first conjunct."""
     from iclr26.dna.concepts import Library
     from iclr26.dna.corpus import CONCEPTS
@@ -320,7 +213,7 @@ def _arm(config: DNAConfig, translator, items: list, arm: str, library, gold_lib
     from iclr26.dna.pipeline import formalize
     from iclr26.dna.validator import Validator
 
-    validator = Validator(timeout_ms=config.z3_timeout_ms)
+    validator = Validator(rlimit=config.z3_rlimit)
     base = "dna" if arm == "dna_placebo" else arm
     outs = formalize([it.informal for it in items], base, translator, library, validator,
                      budget=[budget_of(it, config, pretrained=pretrained) for it in items])  # fmt: skip
@@ -335,7 +228,7 @@ def _arm(config: DNAConfig, translator, items: list, arm: str, library, gold_lib
         correct.append(bool(ok and validator.equivalent(out.text, it.formal, defs, gold_lib)))
         vok.append(bool(ok and validator.validate(out.text, defs, expected_binders=it.binders).ok))
     return ArmResult(correct, valid, [o.calls for o in outs], [o.prompt_tokens + o.completion_tokens for o in outs],
-                     vok, [o.text for o in outs])  # fmt: skip
+                     vok, [o.text for o in outs], validator.unknowns)  # fmt: skip
 
 
 def _book(config: DNAConfig, train: list, library) -> Any:  # noqa: ANN001
@@ -374,14 +267,11 @@ def _max_new(config: DNAConfig, *, pretrained: bool = False) -> dict[str, int]:
     return {"statement": statement, "clause": config.max_new_clause, "binders": min(config.max_new_clause, 32)}
 
 
-def run(config: DNAConfig, ctx: RunContext) -> Outcome:
-    """Run the reproduction (module docstring) and judge the claim."""
+def _tiny_arms(config: DNAConfig, ctx: RunContext, data: CorpusData, timings: dict[str, float]) -> tuple:
+    """Train the small translator, learn its library, run its five arms (units ``train-tiny`` … ``arm-tiny-*``)."""
     from iclr26.dna.corpus import gold_library
     from iclr26.dna.translators import TinyTranslator
 
-    start = time.perf_counter()
-    timings: dict[str, float] = {}
-    data = ctx.unit("corpus", lambda: _corpus(config))
     gold_lib = gold_library().definitions
     t0 = time.perf_counter()
     state = ctx.unit("train-tiny", lambda: _train(config, data.train))
@@ -389,93 +279,63 @@ def run(config: DNAConfig, ctx: RunContext) -> Outcome:
     tiny = TinyTranslator(state, temperature=config.temperature, seed=derive_seed(config.seed, "sample"),
                           max_new_tokens=_max_new(config))  # fmt: skip
     lib_tiny = ctx.unit("library-tiny", lambda: _library(config, tiny, data.order, repairs=config.library_repairs))
-    results: dict[str, dict[str, ArmResult]] = {"tiny": {}}
+    arms: dict[str, ArmResult] = {}
     for arm in (*ARMS, "dna_placebo"):
         t0 = time.perf_counter()
-        lib = _as_library(lib_tiny, placebo=arm == "dna_placebo")
-        results["tiny"][arm] = ctx.unit(f"arm-tiny-{arm}", lambda a=arm, lb=lib: _arm(config, tiny, data.test, a, lb,
-                                                                                      gold_lib))  # fmt: skip
+        lib = as_library(lib_tiny, placebo=arm == "dna_placebo")
+        arms[arm] = ctx.unit(f"arm-tiny-{arm}", lambda a=arm, lb=lib: _arm(config, tiny, data.test, a, lb, gold_lib))
         timings[f"arm_tiny_{arm}_s"] = time.perf_counter() - t0
-        r = results["tiny"][arm]
+        r = arms[arm]
         ctx.log(f"tiny {arm}: accuracy {np.mean(r.correct):.3f}, valid {np.mean(r.valid):.3f}, "
                 f"calls/statement {np.mean(r.calls):.2f}")  # fmt: skip
-    lib_pre = None
-    model_info: dict[str, Any] = {}
+    return state, lib_tiny, arms
+
+
+def _pretrained_arms(config: DNAConfig, ctx: RunContext, data: CorpusData,
+                     timings: dict[str, float]) -> tuple[dict[str, ArmResult], dict[str, Any]]:  # fmt: skip
+    """SmolLM2 few-shot: its Phase I library and its four arms (units ``library-smollm2``, ``arm-smollm2-*``)."""
+    from iclr26.common.pretrained import load_pretrained
+    from iclr26.dna.corpus import gold_library
+    from iclr26.dna.translators import PretrainedTranslator
+
+    gold_lib = gold_library().definitions
+    t0 = time.perf_counter()
+    lm = load_pretrained(config.model, dtype="bfloat16")
+    model_info = lm.describe()
+    model_info.pop("load_seconds", None)
+    timings["pretrained_load_s"] = time.perf_counter() - t0
+    items = [it for it in data.test if it.n_clauses <= config.pretrained_max_clauses][: config.n_pretrained]
+    book0 = _book(config, data.train, as_library(LibraryResult([], [], {}, 0, 0, 0)))
+    pre0 = PretrainedTranslator(lm, book0, temperature=config.pretrained_temperature,
+                                max_new_tokens=_max_new(config, pretrained=True))  # fmt: skip
+    t0 = time.perf_counter()
+    lib_pre = ctx.unit("library-smollm2", lambda: _library(config, pre0, data.order, repairs=0))
+    timings["library_smollm2_s"] = time.perf_counter() - t0
+    lib_p = as_library(lib_pre)
+    pre = PretrainedTranslator(lm, _book(config, data.train, lib_p), temperature=config.pretrained_temperature,
+                               max_new_tokens=_max_new(config, pretrained=True))  # fmt: skip
+    arms: dict[str, ArmResult] = {}
+    for arm in ARMS:
+        t0 = time.perf_counter()
+        arms[arm] = ctx.unit(f"arm-smollm2-{arm}",
+                             lambda a=arm: _arm(config, pre, items, a, lib_p, gold_lib, pretrained=True))  # fmt: skip
+        timings[f"arm_smollm2_{arm}_s"] = time.perf_counter() - t0
+        ctx.log(f"smollm2 {arm}: accuracy {np.mean(arms[arm].correct):.3f}, valid {np.mean(arms[arm].valid):.3f}")
+    return arms, _pretrained_metrics(config, items, lib_pre, arms, model_info)
+
+
+def run(config: DNAConfig, ctx: RunContext) -> Outcome:
+    """Run the reproduction (module docstring) and judge the claim."""
+    start = time.perf_counter()
+    timings: dict[str, float] = {}
+    data = ctx.unit("corpus", lambda: _corpus(config))
+    state, lib_tiny, tiny = _tiny_arms(config, ctx, data, timings)
+    results: dict[str, dict[str, ArmResult]] = {"tiny": tiny}
+    pretrained: dict[str, Any] = {}
     if config.pretrained_arm:
-        from iclr26.common.pretrained import load_pretrained
-        from iclr26.dna.translators import PretrainedTranslator
-
-        t0 = time.perf_counter()
-        lm = load_pretrained(config.model, dtype="bfloat16")
-        model_info = lm.describe()
-        model_info.pop("load_seconds", None)
-        timings["pretrained_load_s"] = time.perf_counter() - t0
-        items = [it for it in data.test if it.n_clauses <= config.pretrained_max_clauses][: config.n_pretrained]
-        book0 = _book(config, data.train, _as_library(LibraryResult([], [], {}, 0, 0, 0)))
-        pre0 = PretrainedTranslator(lm, book0, temperature=config.pretrained_temperature,
-                                    max_new_tokens=_max_new(config, pretrained=True))  # fmt: skip
-        t0 = time.perf_counter()
-        lib_pre = ctx.unit("library-smollm2", lambda: _library(config, pre0, data.order, repairs=0))
-        timings["library_smollm2_s"] = time.perf_counter() - t0
-        lib_p = _as_library(lib_pre)
-        pre = PretrainedTranslator(lm, _book(config, data.train, lib_p), temperature=config.pretrained_temperature,
-                                   max_new_tokens=_max_new(config, pretrained=True))  # fmt: skip
-        results["smollm2"] = {}
-        for arm in ARMS:
-            t0 = time.perf_counter()
-            results["smollm2"][arm] = ctx.unit(f"arm-smollm2-{arm}",
-                                               lambda a=arm: _arm(config, pre, items, a, lib_p, gold_lib,
-                                                                  pretrained=True))  # fmt: skip
-            timings[f"arm_smollm2_{arm}_s"] = time.perf_counter() - t0
-            r = results["smollm2"][arm]
-            ctx.log(f"smollm2 {arm}: accuracy {np.mean(r.correct):.3f}, valid {np.mean(r.valid):.3f}")
+        results["smollm2"], pretrained = _pretrained_arms(config, ctx, data, timings)
     timings["wall_s"] = time.perf_counter() - start
-    return _outcome(config, ctx, data, state, lib_tiny, lib_pre, results, model_info, timings)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Paired test over statements of d_i = x_i − y_i (accuracy 0/1 each), and the OLS trend of d_i on length.
-
-    Attributes:
-        n: statements.
-        mean: mean gain.
-        lower_bound: one-sided lower confidence bound of the mean (paired t).
-        ci95_halfwidth: 95% two-sided half-width.
-        passes: mean > margin and lower bound > 0.
-        slope: OLS slope of d_i on the clause count.
-        slope_lower_bound: its one-sided lower confidence bound (t with n − 2 degrees of freedom).
-        slope_passes: slope lower bound > slope margin.
-    """
-
-    n: int
-    mean: float
-    lower_bound: float
-    ci95_halfwidth: float
-    passes: bool
-    slope: float
-    slope_lower_bound: float
-    slope_passes: bool
-
-
-def compare(x: list[bool], y: list[bool], lengths: list[int], *, margin: float, slope_margin: float,
-            confidence: float) -> Comparison:  # fmt: skip
-    """The verdict's paired test (a) and trend test (b) (module docstring, step 7)."""
-    from scipy import stats
-
-    d = np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
-    t = paired_t(d, level=0.95, confidence=confidence, moments="exact")
-    length = np.asarray(lengths, dtype=float)
-    if len(d) >= 3 and np.ptp(length) > 0 and np.ptp(d) == 0:  # no spread: a flat fit, exactly (linregress: nan)
-        slope, lower = 0.0, 0.0
-    elif len(d) >= 3 and np.ptp(length) > 0:
-        fit = stats.linregress(length, d)
-        slope = float(fit.slope)
-        lower = float(slope - stats.t.ppf(confidence, len(d) - 2) * fit.stderr)
-    else:
-        slope, lower = 0.0, float("-inf")
-    return Comparison(len(d), float(t.mean), float(t.lower), float(t.half_width),
-                      bool(t.mean > margin and t.lower > 0), slope, lower, bool(lower > slope_margin))  # fmt: skip
+    return _outcome(config, ctx, data, state, lib_tiny, results, pretrained, timings)
 
 
 def _arm_metrics(r: ArmResult, items: list, train_max: int, held_out: tuple[str, ...]) -> dict[str, Any]:
@@ -497,25 +357,17 @@ def _arm_metrics(r: ArmResult, items: list, train_max: int, held_out: tuple[str,
         "accuracy_short": mean(short), "accuracy_long": mean(long),
         "accuracy_seen_concepts": mean(seen), "accuracy_unseen_concepts": mean(unseen),
         "calls_per_statement": float(np.mean(r.calls)), "tokens_per_statement": float(np.mean(r.tokens)),
-        "examples": r.outputs[:3],
+        "examples": r.outputs[:3], "z3_unknowns": r.z3_unknowns,
     }  # fmt: skip
 
 
-def _outcome(config, ctx, data, state, lib_tiny, lib_pre, results, model_info, timings) -> Outcome:  # noqa: ANN001
+def _metrics(config: DNAConfig, data: CorpusData, state, lib_tiny: LibraryResult, results: dict) -> dict[str, Any]:  # noqa: ANN001
+    """The record's metrics of the small translator's arms, the corpus and Phase I."""
     test = data.test
     lengths = [it.n_clauses for it in test]
-    tiny = results["tiny"]
-
-    def cmp(a: str, b: str, res: dict, items: list) -> Comparison:
-        return compare(res[a].correct, res[b].correct, [it.n_clauses for it in items], margin=config.gain_margin,
-                       slope_margin=config.slope_margin, confidence=config.confidence)  # fmt: skip
-
-    main = cmp("dna", "direct", tiny, test)
-    control = cmp("dna_placebo", "direct", tiny, test)
-    ablations = {f"{a}_vs_direct": asdict(cmp(a, "direct", tiny, test)) for a in ("abstract", "decompose")}
-    held = bool(main.passes and main.slope_passes and not control.passes)
-    metrics: dict[str, Any] = {
-        "tiny": {arm: _arm_metrics(r, test, config.train_max_clauses, config.held_out) for arm, r in tiny.items()},
+    return {
+        "tiny": {arm: _arm_metrics(r, test, config.train_max_clauses, config.held_out)
+                 for arm, r in results["tiny"].items()},
         "n_test": len(test), "n_train": len(data.train), "test_lengths": {str(k): lengths.count(k)
                                                                           for k in sorted(set(lengths))},
         "n_test_unseen_concepts": sum(bool(set(it.concepts) & set(config.held_out)) for it in test),
@@ -523,38 +375,46 @@ def _outcome(config, ctx, data, state, lib_tiny, lib_pre, results, model_info, t
         "library_tiny": asdict(lib_tiny), "tiny_final_loss": float(np.mean(state.losses[-20:])),
         "tiny_params": int(sum(v.numel() for v in state.weights.values())),
     }  # fmt: skip
-    evidence: dict[str, Any] = {
-        "dna_vs_direct": asdict(main), "control_placebo_vs_direct": asdict(control), "ablations": ablations,
-        "control_fails": not control.passes, "n_statements": len(test),
-        "thresholds": {n: threshold(config, n) for n in ("gain_margin", "slope_margin", "confidence")},
+
+
+def _pretrained_metrics(config: DNAConfig, items: list, lib_pre: LibraryResult, pre: dict[str, ArmResult],
+                        model_info: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """SmolLM2's arms (reported, not judged): accuracies, its library, and its DNA − direct comparison."""
+    return {
+        "smollm2": {arm: _arm_metrics(r, items, config.train_max_clauses, config.held_out) for arm, r in pre.items()},
+        "library_smollm2": asdict(lib_pre),
+        "pretrained_model": model_info,
+        "smollm2_dna_vs_direct": asdict(compare(pre["dna"].correct, pre["direct"].correct,
+                                                margin=config.gain_margin, confidence=config.confidence)),
     }  # fmt: skip
-    if "smollm2" in results:
-        pre = results["smollm2"]
-        items = [it for it in test if it.n_clauses <= config.pretrained_max_clauses][: config.n_pretrained]
-        metrics["smollm2"] = {arm: _arm_metrics(r, items, config.train_max_clauses, config.held_out)
-                              for arm, r in pre.items()}  # fmt: skip
-        metrics["library_smollm2"] = asdict(lib_pre)
-        metrics["pretrained_model"] = model_info
-        evidence["smollm2_dna_vs_direct"] = asdict(cmp("dna", "direct", pre, items))
-    _plot(ctx, results, test, config)
-    m = metrics["tiny"]
-    measurement = (
-        f"small translator, {len(test)} statements, equal call budgets: accuracy DNA {m['dna']['accuracy']:.1%} vs "
-        f"direct {m['direct']['accuracy']:.1%} (gain {main.mean:+.1%} ± {main.ci95_halfwidth:.1%}; slope per "
-        f"clause {main.slope:+.3f}, lower bound {main.slope_lower_bound:+.3f}); decompose "
-        f"{m['decompose']['accuracy']:.1%}, abstract {m['abstract']['accuracy']:.1%}; placebo-library control "
-        f"{m['dna_placebo']['accuracy']:.1%}"
+
+
+NOTES = (
+    "Paired over test statements (0/1 equivalence per statement); ± is the 95% two-sided half-width. The verdict uses "
+    "the small translator trained here; SmolLM2's numbers are reported, not judged. Equivalence is proved by z3 "
+    "modulo a System E fragment, not by Lean/E3."
+)
+
+
+def _outcome(config: DNAConfig, ctx: RunContext, data: CorpusData, state, lib_tiny: LibraryResult,  # noqa: ANN001
+             results: dict, pretrained: dict[str, Any], timings: dict[str, float]) -> Outcome:  # fmt: skip
+    """The verdict on the small translator's arms and the record's metrics."""
+    measured = Measurements(
+        correct={arm: list(r.correct) for arm, r in results["tiny"].items()},
+        lengths=[it.n_clauses for it in data.test],
+        library_correct=lib_tiny.correct_definitions,
+        library_size=len(data.order),
     )
+    judged = verdict(measured, config)
+    metrics = {**_metrics(config, data, state, lib_tiny, results), **pretrained}
+    _plot(ctx, results, data.test, config)
     if "smollm2" in results:
-        s = metrics["smollm2"]
-        measurement += (f"; SmolLM2 few-shot ({len(items)} statements): DNA {s['dna']['accuracy']:.0%} vs direct "
-                        f"{s['direct']['accuracy']:.0%}")  # fmt: skip
-    notes = ("Paired over test statements (0/1 equivalence per statement); ± is the 95% two-sided half-width. The "
-             "verdict uses the small translator trained here; SmolLM2's numbers are reported, not judged. "
-             "Equivalence is proved by z3 modulo a System E fragment, not by Lean/E3.")  # fmt: skip
-    return Outcome(
-        metrics=metrics, claim_held=held, evidence=evidence, measurement=measurement, notes=notes, timings=timings
-    )
+        s, n = metrics["smollm2"], len(results["smollm2"]["dna"].correct)
+        extra = (
+            f"SmolLM2 few-shot ({n} statements): DNA {s['dna']['accuracy']:.0%} vs direct {s['direct']['accuracy']:.0%}"
+        )
+        judged = dataclasses.replace(judged, measurement=f"{judged.measurement}; {extra}")
+    return Outcome.of(judged, metrics=metrics, timings=timings, notes=NOTES)
 
 
 def _plot(ctx: RunContext, results: dict, test: list, config: DNAConfig) -> None:

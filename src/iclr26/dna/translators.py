@@ -203,7 +203,7 @@ def train_tiny(
     """Train a :class:`~iclr26.common.tinylm.TinyLM` from scratch on ``(request, target)`` pairs.
 
     The loss is next-token cross-entropy on the target tokens and the end token only (the source is context).
-    AdamW (:func:`_adamw_step`) with a cosine schedule; a batch is ``batch_size`` neighbours in length order around
+    AdamW (:func:`adamw_step`) with a cosine schedule; a batch is ``batch_size`` neighbours in length order around
     an anchor drawn with ``generator`` (little padding); right padding (causal attention never sees it).
 
     Args:
@@ -262,15 +262,15 @@ def train_tiny(
             p.grad = None
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
-        _adamw_step(params, moments, step + 1, lr=step_lr)
+        adamw_step(params, moments, step + 1, lr=step_lr)
         losses.append(float(loss.detach()))
     weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
     return TinyState(vocab, arch, weights, losses)
 
 
 @torch.no_grad()
-def _adamw_step(params: list, moments: list, t: int, *, lr: float, betas: tuple[float, float] = (0.9, 0.98),
-                eps: float = 1e-8, weight_decay: float = 0.01) -> None:  # fmt: skip
+def adamw_step(params: list, moments: list, t: int, *, lr: float, betas: tuple[float, float] = (0.9, 0.98),
+               eps: float = 1e-8, weight_decay: float = 0.01) -> None:  # fmt: skip
     """One AdamW step (Loshchilov & Hutter 2019, Alg. 2), written out: ``torch.optim``'s first construction imports
     ``torch._dynamo`` (~7 s here), longer than the whole smoke run may take."""
     b1, b2 = betas

@@ -63,16 +63,16 @@ AXIOMS = (
 class _Z3:
     """z3 sorts, predicates and the axioms, built once per validator."""
 
-    def __init__(self, timeout_ms: int) -> None:
+    def __init__(self, rlimit: int) -> None:
         import z3
 
         self.z3 = z3
-        self.timeout_ms = timeout_ms
+        self.rlimit = rlimit
         self.sorts = {s: z3.DeclareSort(s) for s in SORTS}
         self.preds = {p: z3.Function(p, *(self.sorts[s] for s in sig), z3.BoolSort()) for p, sig in PRIMITIVES.items()}
         self.axioms = [self._axiom(text) for text in AXIOMS]
         self.solver = z3.Solver()
-        self.solver.set("timeout", timeout_ms)
+        self.solver.set("rlimit", rlimit)  # z3's step count per check, not wall-clock: the same on a loaded machine
         self.solver.add(*self.axioms)
 
     def _axiom(self, text: str):  # noqa: ANN202
@@ -134,19 +134,27 @@ class Validator:
     """Checks formalizations (module docstring) and decides equivalence, with z3.
 
     Args:
-        timeout_ms: z3 time limit per query; ``unknown`` counts as *not* proved (not equivalent, not trivial is
-            assumed, contradiction not shown).
+        rlimit: z3 resource limit per query (``rlimit``, a count of solver steps: an answer does not depend on the
+            machine's load); ``unknown`` counts as *not* proved (not equivalent, not trivial is assumed,
+            contradiction not shown).
+
+    Attributes:
+        queries: z3 queries so far.
+        unknowns: those of them that ran out of ``rlimit``.
     """
 
-    def __init__(self, *, timeout_ms: int = 2000) -> None:
-        if timeout_ms < 1:
-            raise ValueError(f"timeout_ms must be >= 1, got {timeout_ms}")
-        self._z = _Z3(timeout_ms)
+    def __init__(self, *, rlimit: int = 5_000_000) -> None:
+        if isinstance(rlimit, bool) or not isinstance(rlimit, int) or rlimit < 1:
+            raise ValueError(f"rlimit must be an integer >= 1, got {rlimit!r}")
+        self._z = _Z3(rlimit)
         self.queries = 0
+        self.unknowns = 0
 
     def _check(self, *constraints) -> str:  # noqa: ANN002
         self.queries += 1
-        return self._z.check(*constraints)
+        answer = self._z.check(*constraints)
+        self.unknowns += answer == "unknown"
+        return answer
 
     def validate(
         self,

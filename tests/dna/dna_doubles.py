@@ -1,4 +1,4 @@
-"""Shared helpers of the DNA tests: a scripted translator that answers with gold translations, a tiny chat LM."""
+"""Test doubles of the DNA tests: a scripted translator that answers with gold translations, a tiny chat LM."""
 
 from __future__ import annotations
 
