@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from iclr26.zoprox.baselines import (
-    _liang_chen_log_accept,
     in_and_out,
+    liang_chen_log_accept,
     mala,
     proximal_rgo,
     random_walk_metropolis,
@@ -111,7 +111,7 @@ def test_liang_chen_acceptance_is_one_for_a_linear_potential():
     a = torch.tensor([0.3, -2.0], dtype=F64)
     w = torch.randn(5, 2, dtype=F64, generator=gen(12))
     prop = torch.randn(5, 2, dtype=F64, generator=gen(13))
-    log_acc = _liang_chen_log_accept(w, w @ a, a.expand(5, 2), 0.0)(torch.arange(5), prop, prop @ a)
+    log_acc = liang_chen_log_accept(w, w @ a, a.expand(5, 2), 0.0)(torch.arange(5), prop, prop @ a)
     torch.testing.assert_close(log_acc, torch.zeros(5, dtype=F64), rtol=0, atol=1e-12)
 
 

@@ -101,8 +101,8 @@ def test_the_estimator_equations_use_the_same_distances():
 
 
 def test_large_particle_sets_run_n1600_d50():
-    # issue 18: N = 1600, d = 50 did not finish in 20 minutes with the (N, N, d) tensor; one iteration with M = 4,
-    # T = 2 now takes well under a second of distances (N·N = 2.6e6 entries per call)
+    # N = 1600, d = 50 is out of reach with an (N, N, d) tensor of differences (1 GB per call); one iteration with
+    # M = 4, T = 2 takes well under a second of distances (N·N = 2.6e6 entries per call)
     x0 = torch.randn(1600, 50, dtype=F64, generator=gen(9))
     out = sample(lambda x: 0.5 * x.square().sum(-1), x0, 1, 0.5, 4, n_diffusion_steps=2, generator=gen(10))
     assert out.samples.shape == (1600, 50) and bool(torch.isfinite(out.samples).all())

@@ -1,4 +1,4 @@
-"""The reproduction's bookkeeping: KL windows, equal-budget pooling, and the verdicts computed from measurements."""
+"""The reproduction's bookkeeping: KL windows and equal-budget pooling."""
 
 from __future__ import annotations
 
@@ -7,14 +7,9 @@ import dataclasses
 import pytest
 import torch
 
-from iclr26.zoprox.experiment import ZOProxConfig, _budget_verdict, _lasso_summary, _lasso_verdict, _tori_verdict
 from iclr26.zoprox.metrics import knn_kl
 from iclr26.zoprox.studies import (
-    BudgetResult,
     BudgetTarget,
-    KLCurve,
-    LassoStudy,
-    ToriStudy,
     budget_study,
     pool_at_budget,
     pooled_kl_curve,
@@ -101,94 +96,3 @@ def test_budget_study_pools_every_sampler_at_the_same_budget_points():
         assert res.spent[name] == res.budget, name
     assert all(q <= p for q, p in zip(res.pooled_queries["rgo"], res.points, strict=True))
     assert all(p.shape == (2 * 8, 2) for p in res.pooled.values())
-
-
-def _lasso(zod_kl: list[float], rgo_kl: list[float], independent_kl: list[float]) -> LassoStudy:
-    def curve(kl: list[float], step: int) -> KLCurve:
-        iters = [step * (i + 1) for i in range(len(kl))]
-        return KLCurve(iters=iters, queries=iters, kl=kl)
-
-    return LassoStudy(
-        kl_floor=0.01,
-        curves={"zod": curve(zod_kl, 10), "zod_independent": curve(independent_kl, 10), "rgo": curve(rgo_kl, 100)},
-        wall_s={},
-        ess_mean={},
-        rgo_trials_mean=1.0,
-        rgo_failures=0,
-        final_samples={},
-    )
-
-
-def test_lasso_verdict_ratio_lower_bound_and_interaction():
-    # the earlier defaults (the thresholds are fields; the arithmetic does not depend on their values)
-    config = ZOProxConfig(kl_threshold=0.2, rgo_iters=2000, min_iteration_ratio=10.0)
-    # ZOD-PS first reaches KL <= 0.2 at iteration 20; RGO never does in 2000 steps: ratio >= 2000 / 20 = 100
-    v = _lasso_verdict(_lasso([0.5, 0.2, 0.1], [0.9] * 20, [0.6, 0.5, 0.4]), config)
-    assert v["zod_iters_to_threshold"] == 20 and v["rgo_iters_to_threshold"] is None
-    assert v["iteration_ratio"] == pytest.approx(100.0) and v["iteration_ratio_is_lower_bound"]
-    assert v["held_fewer_iterations"]
-    # mean KL 0.8/3 with interaction against 1.5/3 without
-    assert v["mean_kl_interacting"] == pytest.approx(0.8 / 3) and v["held_interaction"]
-    # RGO reaching the threshold at step 200: ratio 200 / 20 = 10, exactly the bar (held); with ZOD-PS reaching it
-    # only at iteration 30 the ratio is 200 / 30 = 6.7 < 10 (not held)
-    v = _lasso_verdict(_lasso([0.5, 0.2, 0.1], [0.9, 0.15], [0.6, 0.5, 0.4]), config)
-    assert v["rgo_iters_to_threshold"] == 200 and not v["iteration_ratio_is_lower_bound"]
-    assert v["iteration_ratio"] == pytest.approx(10.0) and v["held_fewer_iterations"]
-    v = _lasso_verdict(_lasso([0.5, 0.3, 0.1], [0.9, 0.15], [0.6, 0.5, 0.4]), config)
-    assert v["iteration_ratio"] == pytest.approx(200 / 30) and not v["held_fewer_iterations"]
-    # ZOD-PS never reaching the threshold, or the ablation doing better, fails the claim
-    v = _lasso_verdict(_lasso([0.5, 0.4, 0.3], [0.9] * 20, [0.2, 0.2, 0.2]), config)
-    assert v["zod_iters_to_threshold"] is None and not v["held_fewer_iterations"] and not v["held_interaction"]
-    assert v["iteration_ratio"] is None  # undefined, not 0.0
-
-
-def test_lasso_summary_says_not_reached_instead_of_printing_none():
-    config = ZOProxConfig(lasso_iters=6, rgo_iters=40, rgo_thin=2, kl_window=3, kl_threshold=0.2)
-    never = _lasso_verdict(_lasso([0.5, 0.4], [0.9] * 2, [0.6, 0.5]), config)
-    assert _lasso_summary(never, config) == (
-        "Gaussian-Lasso: KL<=0.2 not reached in 6 ZOD-PS iterations vs not reached in 40 RGO steps (ratio undefined; "
-        "queries: ZOD-PS never reached the level)"
-    )
-    # ZOD-PS at iteration 20, RGO never in 40 steps: the ratio 40 / 20 = 2 is a lower bound; queries (= iterations
-    # in this helper) 20 against the whole RGO run's 200: a lower bound 10 on the query ratio
-    bound = _lasso_verdict(_lasso([0.5, 0.1], [0.9] * 2, [0.6, 0.5]), config)
-    assert _lasso_summary(bound, config).endswith(
-        "after 20 ZOD-PS iterations vs not reached in 40 RGO steps (ratio at least 2.0; queries 2.00e+01 ZOD-PS vs "
-        "at least 2.00e+02 RGO (RGO/ZOD-PS at least 10.00))"
-    )
-    both = _lasso_verdict(_lasso([0.5, 0.1], [0.9, 0.1], [0.6, 0.5]), config)  # RGO at step 200: 200 / 20 = 10
-    assert _lasso_summary(both, config).endswith(
-        "after 20 ZOD-PS iterations vs 200 RGO steps (ratio 10.0; queries 2.00e+01 ZOD-PS vs 2.00e+02 RGO "
-        "(RGO/ZOD-PS 10.00))"
-    )
-
-
-def test_tori_verdict_averages_the_last_quarter():
-    config = ZOProxConfig(t2_min_fraction=0.02)  # the earlier bar; the arithmetic does not depend on it
-    iters = [0, 4, 8, 12, 16]
-    # last quarter: iterations >= 12, T2 shares 0.01 and 0.05 -> mean 0.03 >= 0.02
-    zod = [(1.0, 0.0), (0.5, 0.0), (0.5, 0.1), (0.4, 0.01), (0.4, 0.05)]
-    io = [(1.0, 0.0)] * 5
-    study = ToriStudy(iters, {"zod": zod, "in_and_out": io}, {}, 3 / 13, {}, 0, {})
-    v = _tori_verdict(study, config)
-    assert v["zod_t2_last_quarter"] == pytest.approx(0.03) and v["held_reaches_both"]
-    # against the true mass pi(T2) = 3/13: 0.03 / (3/13) = 0.13 of it
-    assert v["zod_t2_share_of_true_mass"] == pytest.approx(0.03 * 13 / 3)
-    # the figure's bar 0.037 (the default) is not reached by 0.03
-    assert not _tori_verdict(study, ZOProxConfig())["held_reaches_both"]
-    # In-and-Out reaching T2 once (max share 0.02) is enough to fail the contrast
-    io_reaches = [(1.0, 0.0), (0.98, 0.02), (1.0, 0.0), (1.0, 0.0), (1.0, 0.0)]
-    study = ToriStudy(iters, {"zod": zod, "in_and_out": io_reaches}, {}, 3 / 13, {}, 0, {})
-    assert not _tori_verdict(study, config)["held_reaches_both"]
-
-
-def test_budget_verdict_uses_the_stated_tolerance():
-    def result(zod: float, rgo: float, rwm: float) -> BudgetResult:
-        final = {"zod": {"w2": zod}, "zod_independent": {"w2": 1.0}, "rgo": {"w2": rgo}, "rwm": {"w2": rwm}}
-        return BudgetResult(0, final, {}, {}, {}, [], {}, {})
-
-    # W2 1.1 against 1.0 is within a 10% tolerance; 1.2 against 1.0 is not
-    v = _budget_verdict({"a": result(1.1, 1.0, 2.0), "b": result(0.5, 1.0, 1.0)}, 0.1)
-    assert v["a"]["vs_rgo"] and v["a"]["vs_rwm"] and v["b"]["vs_rgo"] and v["held_all"]
-    v = _budget_verdict({"a": result(1.1, 1.0, 2.0), "b": result(1.2, 2.0, 1.0)}, 0.1)
-    assert v["b"]["vs_rgo"] and not v["b"]["vs_rwm"] and not v["held_all"]

@@ -217,7 +217,7 @@ def proximal_rgo(
         # step 2: proposal mean μ = (y − η (g + M w)) / (1 − ηM)
         mu = (y - eta * (g + m * w)) / (1 - eta * m)
 
-        log_accept = _liang_chen_log_accept(w, f_w, g, m)
+        log_accept = liang_chen_log_accept(w, f_w, g, m)
         new, ok, trials = _rejection(oracle, mu, std, log_accept, max_trials=max_trials, generator=generator)
         x = torch.where(ok[:, None], new, x)
         rec.add(trials_mean=trials.double().mean(), trials_max=trials.max(), failures=(~ok).sum())
@@ -227,7 +227,7 @@ def proximal_rgo(
     return rec.result(x, k)
 
 
-def _liang_chen_log_accept(w: torch.Tensor, f_w: torch.Tensor, g: torch.Tensor, m: float) -> LogAccept:
+def liang_chen_log_accept(w: torch.Tensor, f_w: torch.Tensor, g: torch.Tensor, m: float) -> LogAccept:
     """Step 3 of Liang & Chen's RGO for chains ``idx``: log acceptance −f(X) + f(w) + ⟨g, X − w⟩ − (M/2)‖X − w‖²."""
 
     def log_accept(idx: torch.Tensor, prop: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
