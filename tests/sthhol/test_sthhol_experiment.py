@@ -107,5 +107,7 @@ def test_smoke_run_on_official_format_data(smoke, tmp_path):
     record = smoke("sthhol", "--set", f"data={folder}")
     assert record["evidence"]["level_one_testable"] is False
     assert "level one not testable" in record["measurement"]
+    assert "no known drift point" in record["measurement"] and "post-drift" not in record["measurement"]
+    assert "drift_leaves_room" not in record["evidence"]["gates"]
     assert "nolevel1" not in record["metrics"]["arms"]["main"]
     assert len(record["metrics"]["arms"]["main"]["online"]["daily_mae"]) == 50 - 12  # 50 days, warm-up 12
