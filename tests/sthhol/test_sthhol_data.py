@@ -130,3 +130,38 @@ def test_validate_and_windows_reject_bad_arrays():
     w = windows(city, 5)
     assert np.array_equal(w.crime[7].numpy(), city.counts[:, :, 2:7])  # target day 7 sees days 2..6
     assert np.array_equal(w.target[7].numpy(), city.counts[:, :, 7])
+
+
+def _legacy_pickle(array: np.ndarray, protocol: int, module: str) -> bytes:
+    """``array`` pickled as NumPy 1.x wrote it: GLOBAL opcodes (protocols 2 and 3 write the module and name as a
+    text line) naming ``module`` for the reconstructor instead of NumPy 2's ``numpy._core.multiarray``."""
+    data = pickle.dumps(array, protocol=protocol)
+    modern = b"cnumpy._core.multiarray\n_reconstruct\n"
+    assert data.count(modern) == 1
+    return data.replace(modern, b"c" + module.encode() + b"\n_reconstruct\n")
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+@pytest.mark.parametrize("module", ["numpy.core._multiarray_umath", "numpy.core.multiarray"])
+def test_official_tensors_pickled_by_numpy_1_load(tmp_path, protocol, module):
+    rng = np.random.default_rng(0)
+    splits = {name: rng.poisson(0.7, size=(2, 3, days, 4)).astype(np.float64)
+              for name, days in (("trn.pkl", 20), ("val.pkl", 5), ("tst.pkl", 7))}  # fmt: skip
+    for name, array in splits.items():
+        (tmp_path / name).write_bytes(_legacy_pickle(array, protocol, module))
+    city = load_official(tmp_path)
+    whole = np.concatenate(list(splits.values()), axis=2)  # (rows, cols, T, C)
+    assert city.counts.shape == (6, 4, 32)
+    assert np.array_equal(city.counts, whole.reshape(6, 32, 4).transpose(0, 2, 1))
+
+
+@pytest.mark.parametrize(
+    "global_line",
+    [b"cos\nsystem\n", b"cnumpy.core._multiarray_umath\n_load_from_filelike\n", b"cnumpy.core.multiarray\nfromfile\n"],
+)
+def test_legacy_pickles_naming_anything_else_are_still_refused(tmp_path, global_line):
+    data = _legacy_pickle(np.zeros((1, 1, 30, 2)), 2, "numpy.core._multiarray_umath")
+    bad = tmp_path / "bad.pkl"
+    bad.write_bytes(data.replace(b"cnumpy.core._multiarray_umath\n_reconstruct\n", global_line))
+    with pytest.raises(ValueError, match="refusing to load"):
+        load_official(bad)

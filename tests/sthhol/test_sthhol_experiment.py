@@ -1,4 +1,4 @@
-"""The model's input checks and loss, the verdict's helpers, the data key, and a smoke run through the CLI."""
+"""The model's input checks and loss, the historical average, the data key, and a smoke run through the CLI."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import torch
 
 from iclr26 import cli
 from iclr26.common.config import ConfigError
-from iclr26.sthhol.experiment import STHHOLConfig, historical_average
+from iclr26.sthhol.config import STHHOLConfig
+from iclr26.sthhol.experiment import historical_average
 from iclr26.sthhol.model import STHHOL, sthhol_loss
 
 
@@ -88,9 +89,9 @@ def test_smoke_run(smoke):
     record = smoke("sthhol")
     assert len(record["units"]) >= 2
     evidence = record["evidence"]
-    assert set(evidence["thresholds"]) == {"drift_margin", "context_margin", "confidence"}
+    assert set(evidence["thresholds"]) == {"drift_effect_margin", "context_margin", "confidence"}
     assert all(t["source"] for t in evidence["thresholds"].values())
-    assert evidence["frozen_mlp_bit_identical"] is True
+    assert evidence["gates"]["frozen_mlp_intact"]["passed"] is True
     arms = record["metrics"]["arms"]["main"]
     assert {"online", "offline", "nolevel1", "randllm", "gru", "ha"} <= set(arms)
     assert len(arms["online"]["mae_per_category"]) == 2
@@ -106,5 +107,7 @@ def test_smoke_run_on_official_format_data(smoke, tmp_path):
     record = smoke("sthhol", "--set", f"data={folder}")
     assert record["evidence"]["level_one_testable"] is False
     assert "level one not testable" in record["measurement"]
+    assert "no known drift point" in record["measurement"] and "post-drift" not in record["measurement"]
+    assert "drift_leaves_room" not in record["evidence"]["gates"]
     assert "nolevel1" not in record["metrics"]["arms"]["main"]
     assert len(record["metrics"]["arms"]["main"]["online"]["daily_mae"]) == 50 - 12  # 50 days, warm-up 12

@@ -46,6 +46,8 @@ __all__ = [
 
 CONTEXT_FACTORS = ("poi", "complaints", "weather", "events")
 OFFICIAL_SPLITS = ("trn.pkl", "val.pkl", "tst.pkl")
+#: Bounds of λ before the Poisson draw (keeps exp(λ) finite and the counts free of a heavy tail).
+LOG_RATE_CLIP = (-10.0, 4.0)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,11 @@ class City:
     drift_days: tuple[int, ...]
     dow: np.ndarray
     month: np.ndarray
+
+    @property
+    def expected_counts(self) -> np.ndarray | None:
+        """``(N, C, T)`` the generator's expected counts exp(λ) (None for real data)."""
+        return None if self.log_rate is None else np.exp(np.clip(self.log_rate, *LOG_RATE_CLIP))
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -172,24 +179,40 @@ def generate_city(
     lagged = np.concatenate([np.zeros((n, m, 1)), ctx[:, :, :-1]], axis=2)  # S_{n,m,t-1}
     effect = np.tanh(np.einsum("nm,cmt,nmt->nct", sensitivity, beta, lagged) / 2.0)
     log_rate = base + weekly + context_effect * effect
-    counts = rng.poisson(np.exp(np.clip(log_rate, -10, 4))).astype(np.float32)
+    counts = rng.poisson(np.exp(np.clip(log_rate, *LOG_RATE_CLIP))).astype(np.float32)
     return City(counts, ctx.astype(np.float32), log_rate, drift_days, dow, month)
 
 
+#: NumPy's modules as pickles name them: NumPy 2 writes ``numpy._core.*``; NumPy 1.x (the official STHSL tensors)
+#: wrote ``numpy.core.*``, which NumPy 2 keeps only as a deprecated alias, so those names resolve to ``numpy._core``.
+_NUMPY_MODULES = {
+    "numpy._core.multiarray": "numpy._core.multiarray",
+    "numpy._core._multiarray_umath": "numpy._core._multiarray_umath",
+    "numpy._core.numeric": "numpy._core.numeric",
+    "numpy.core.multiarray": "numpy._core.multiarray",
+    "numpy.core._multiarray_umath": "numpy._core._multiarray_umath",
+    "numpy.core.numeric": "numpy._core.numeric",
+}
+
+
 class _ArrayUnpickler(pickle.Unpickler):
-    """Unpickles NumPy arrays only: any other global in the file is refused (a pickle can run code)."""
+    """Unpickles NumPy arrays only: any other global in the file is refused (a pickle can run code).
+
+    Allowed: the array and dtype classes, NumPy's array/scalar reconstructors under the module names NumPy 1.x and 2
+    write, and ``_codecs.encode``, which protocol-2 pickles use to carry the array's bytes.
+    """
 
     ALLOWED = {
-        ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
-        ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
-        ("numpy._core.multiarray", "scalar"), ("numpy.core.numeric", "_frombuffer"),
-        ("numpy._core.numeric", "_frombuffer"),
+        ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
+        *((module, name) for module in _NUMPY_MODULES if not module.endswith(".numeric")
+          for name in ("_reconstruct", "scalar")),
+        *((module, "_frombuffer") for module in _NUMPY_MODULES if module.endswith(".numeric")),
     }  # fmt: skip
 
     def find_class(self, module: str, name: str) -> type:
         if (module, name) not in self.ALLOWED:
             raise pickle.UnpicklingError(f"refusing to load {module}.{name}: only NumPy arrays are accepted")
-        return super().find_class(module, name)
+        return super().find_class(_NUMPY_MODULES.get(module, module), name)
 
 
 def _read_array(path: Path) -> np.ndarray:
