@@ -11,10 +11,6 @@ from typing import Any, ClassVar
 
 from iclr26.common.config import ConfigError, ExperimentConfig, opt
 
-#: z3 resource units per second of one core, measured on the machine that set the limits below (about 5 million):
-#: a limit in these units decides the same way on a loaded or an idle machine, where a wall-clock limit does not.
-RLIMIT_PER_SECOND = 5_000_000
-
 
 @dataclass(frozen=True)
 class DExplorationConfig(ExperimentConfig):
