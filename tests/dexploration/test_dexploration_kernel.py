@@ -43,7 +43,7 @@ def test_satisfiable_and_bad_arguments():
     assert k.queries == 2
     with pytest.raises(ValueError, match="mode"):
         Z3Kernel(mode="lean")
-    with pytest.raises(ValueError, match="timeout_ms"):
-        Z3Kernel(timeout_ms=0)
+    with pytest.raises(ValueError, match="rlimit"):
+        Z3Kernel(rlimit=0)
     with pytest.raises(ValueError, match="only sign"):
         H1.bound(-1)

@@ -61,10 +61,12 @@ class CoqcRun:
     Attributes:
         ok: exit status 0.
         output: stdout and stderr together (messages, or the first error with its line).
+        timed_out: the call ran past its wall-clock limit and was stopped (then ``ok`` is False).
     """
 
     ok: bool
     output: str
+    timed_out: bool = False
 
 
 def run_coqc(source: str, *, timeout_s: float = 600.0) -> CoqcRun:
@@ -82,7 +84,7 @@ def run_coqc(source: str, *, timeout_s: float = 600.0) -> CoqcRun:
                 [coqc, "-q", path.name], cwd=tmp, capture_output=True, text=True, timeout=timeout_s, check=False
             )
         except subprocess.TimeoutExpired:
-            return CoqcRun(False, f"coqc timed out after {timeout_s} s")
+            return CoqcRun(False, f"coqc timed out after {timeout_s} s", timed_out=True)
     return CoqcRun(proc.returncode == 0, proc.stdout + proc.stderr)
 
 
@@ -136,14 +138,16 @@ def coq_file(statements: Sequence[Statement], *, time_limit_s: int = 10) -> str:
     return HEADER + "\n".join(coq_theorem(s, f"t{i}", time_limit_s=time_limit_s) for i, s in enumerate(statements))
 
 
-def _screen(props_and_scripts: Sequence[tuple[str, str]]) -> list[bool]:
-    """Which ``(proposition, script)`` pairs the script proves, in one ``coqc`` call."""
+def _screen(props_and_scripts: Sequence[tuple[str, str]], timeout_s: float) -> list[bool]:
+    """Which ``(proposition, script)`` pairs the script proves, in one ``coqc`` call (none when it times out)."""
     blocks = [
         f'Lemma screen{i} : True.\nProof.\n  tryif assert ({prop}) by ({script}) then idtac "ACCEPT {i}" '
         f'else idtac "REJECT {i}".\n  exact I.\nQed.\n'
         for i, (prop, script) in enumerate(props_and_scripts)
     ]
-    run = run_coqc(HEADER + "\n".join(blocks))
+    run = run_coqc(HEADER + "\n".join(blocks), timeout_s=timeout_s)
+    if run.timed_out:
+        return [False] * len(props_and_scripts)
     if not run.ok:
         raise RuntimeError(f"the Coq screening file failed to compile:\n{run.output[-2000:]}")
     accepted = {int(m) for m in re.findall(r"ACCEPT (\d+)", run.output)}
@@ -164,9 +168,11 @@ class CoqCertifier:
 
     Args:
         time_limit_s: Coq ``timeout`` of each ``lia``/``nia`` call in a proof script.
+        coqc_timeout_s: wall-clock limit of each ``coqc`` call; a call past it accepts nothing.
     """
 
     time_limit_s: int = 10
+    coqc_timeout_s: float = 600.0
 
     def certify(self, statements: Sequence[Statement]) -> list[bool]:
         """Whether ``coqc`` accepts each statement's theorem (one call if all are right, three otherwise).
@@ -176,19 +182,24 @@ class CoqCertifier:
         """
         if not statements:
             return []
-        if run_coqc(coq_file(statements, time_limit_s=self.time_limit_s)).ok:
+        limit = self.coqc_timeout_s
+        if run_coqc(coq_file(statements, time_limit_s=self.time_limit_s), timeout_s=limit).ok:
             return [True] * len(statements)
-        ok = _screen([(coq_proposition(s), proof_script(s, time_limit_s=self.time_limit_s)) for s in statements])
+        ok = _screen([(coq_proposition(s), proof_script(s, time_limit_s=self.time_limit_s)) for s in statements], limit)
         chosen = [s for s, good in zip(statements, ok, strict=True) if good]
-        if chosen and not run_coqc(coq_file(chosen, time_limit_s=self.time_limit_s)).ok:
+        if chosen and not run_coqc(coq_file(chosen, time_limit_s=self.time_limit_s), timeout_s=limit).ok:
             # A script that passed the screening but not Qed (not expected): decide each one alone.
-            ok = [good and run_coqc(coq_file([s], time_limit_s=self.time_limit_s)).ok for s, good in
+            ok = [good and run_coqc(coq_file([s], time_limit_s=self.time_limit_s), timeout_s=limit).ok for s, good in
                   zip(statements, ok, strict=True)]  # fmt: skip
         return ok
 
 
-def bare_coq(statements: Sequence[Statement], *, time_limit_s: int = 2) -> dict[str, list[bool]]:
+def bare_coq(
+    statements: Sequence[Statement], *, time_limit_s: int = 2, coqc_timeout_s: float = 600.0
+) -> dict[str, list[bool]]:
     """Whether ``lia`` and ``nia`` prove each bare statement Γ ⊢ U (no exploration steps), in one ``coqc`` call.
+
+    A ``coqc`` call past ``coqc_timeout_s`` proves nothing.
 
     Returns:
         ``{"lia": [...], "nia": [...]}``, one bool per statement.
@@ -200,5 +211,5 @@ def bare_coq(statements: Sequence[Statement], *, time_limit_s: int = 2) -> dict[
         intro = f"intros {' '.join(_binder_names(st))}; " if st.binders else ""
         for tac in ("lia", "nia"):
             pairs.append((coq_proposition(st), f"{intro}timeout {time_limit_s} {tac}"))
-    ok = _screen(pairs)
+    ok = _screen(pairs, coqc_timeout_s)
     return {"lia": ok[0::2], "nia": ok[1::2]}

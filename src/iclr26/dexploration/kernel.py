@@ -14,8 +14,8 @@ coq.Certifier`): the environment only calls ``entails`` and ``satisfiable``.
   ``nlinarith`` and Coq's ``nia`` search. It is decidable, and the products in the unsat core are exactly what the
   Coq replay asserts (``Z.mul_nonneg_nonneg``) before ``lia``, so every accepted step replays in Coq.
 - The explosion check accepts a context iff it is satisfiable (exact here; the paper's check is heuristic).
-- z3 may answer "unknown" on non-linear integer problems within its time limit; that is a rejection, never an
-  acceptance.
+- z3 may answer "unknown" on non-linear integer problems within its resource limit (``rlimit``, a count of z3's
+  own work units, so the answer does not depend on the machine's load); that is a rejection, never an acceptance.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Entailment:
     """A kernel's answer to "does Γ entail H?".
 
     Attributes:
-        proved: True if proved, False if refuted (a counter-model exists), None if undecided (time limit).
+        proved: True if proved, False if refuted (a counter-model exists), None if undecided (resource limit).
         used: indices into the premises of a sufficient subset (the unsat core); empty unless proved.
         products: for mode ``products``, the products in the core, each a pair of bounds ``(index, sign)``:
             sign +1 is c − p ≥ 0 of premise ``p <= c`` or ``p = c``, sign −1 is p − c ≥ 0 of an equation.
@@ -82,22 +82,23 @@ def to_z3(f: Fact, env: dict[str, object], *, atoms: dict[tuple[str, ...], objec
 
 @dataclass
 class Z3Kernel:
-    """The SMT kernel: integer arithmetic decided by z3 with a time limit per query.
+    """The SMT kernel: integer arithmetic decided by z3 with a resource limit per query.
 
     Args:
-        timeout_ms: z3's time limit per query; past it the answer is "undecided" (a rejection).
+        rlimit: z3's resource limit per query (``rlimit``, deterministic work units; about 5 million per second of
+            one core); past it the answer is "undecided" (a rejection).
         mode: ``full``, ``linear`` or ``products`` (module docstring).
         product_degree: in mode ``products``, only bounds whose degrees sum to at most this are multiplied.
     """
 
-    timeout_ms: int = 500
+    rlimit: int = 2_000_000
     mode: Literal["full", "linear", "products"] = "full"
     product_degree: int = 2
     name: str = "z3"
 
     def __post_init__(self) -> None:
-        if self.timeout_ms < 1:
-            raise ValueError(f"timeout_ms must be >= 1, got {self.timeout_ms}")
+        if self.rlimit < 1:
+            raise ValueError(f"rlimit must be >= 1, got {self.rlimit}")
         if self.mode not in ("full", "linear", "products"):
             raise ValueError(f"mode must be full, linear or products, got {self.mode!r}")
         self.queries = 0
@@ -106,7 +107,7 @@ class Z3Kernel:
         import z3
 
         s = z3.SimpleSolver()  # no preprocessing tactics: ~4x less overhead per query on these small problems
-        s.set("timeout", self.timeout_ms)
+        s.set("rlimit", self.rlimit)
         s.set("random_seed", seed)
         return s
 
@@ -151,7 +152,7 @@ class Z3Kernel:
         return Entailment(None)
 
     def satisfiable(self, facts: Sequence[Fact]) -> bool | None:
-        """Whether the facts have a common integer solution (None when z3 gives up within the time limit)."""
+        """Whether the facts have a common integer solution (None when z3 gives up within the resource limit)."""
         import z3
 
         self.queries += 1

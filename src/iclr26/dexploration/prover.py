@@ -6,7 +6,7 @@ levels deep and at most ``max_facts`` facts; after each level the goal is tried 
 non-linear monomials as opaque atoms (what ``lia`` does). A found proof is the used facts' derivations plus the
 final linear step, so it replays in Coq like an exploration.
 
-**Difficulty** (the paper's measure: whether automated provers fail on the bare statement): z3 with a time limit
+**Difficulty** (the paper's measure: whether automated provers fail on the bare statement): z3 with a resource limit
 at pass@k over k random seeds (:func:`z3_pass_at_k`), and Coq's ``lia``/``nia`` (:func:`iclr26.dexploration.coq.
 bare_coq`); a statement is *hard* when all of them fail.
 """
@@ -53,7 +53,7 @@ def bounded_prove(
     max_facts: int = 120,
     max_degree: int = 2,
     max_terms: int = 8,
-    timeout_ms: int = 500,
+    rlimit: int = 2_000_000,
 ) -> ProverResult:
     """Try to prove Γ ⊢ goal (module docstring).
 
@@ -64,9 +64,9 @@ def bounded_prove(
         max_facts: most facts kept (hypotheses included).
         max_degree: largest degree of a derived fact.
         max_terms: most monomials of a derived fact.
-        timeout_ms: z3 time limit per linear check.
+        rlimit: z3 resource limit per linear check.
     """
-    kernel = Z3Kernel(timeout_ms=timeout_ms, mode="linear")
+    kernel = Z3Kernel(rlimit=rlimit, mode="linear")
     facts: list[Entry] = [b for b in binders if b.kind == "hyp"]
     seen = {e.fact for e in facts}
     candidates = 0
@@ -108,7 +108,7 @@ def bounded_prove(
     return ProverResult(found, kernel.queries, candidates)
 
 
-def z3_pass_at_k(statement: Statement, *, k: int, timeout_ms: int) -> bool:
-    """Whether z3 proves the bare statement Γ ⊢ U with any of ``k`` random seeds within ``timeout_ms`` each."""
-    kernel = Z3Kernel(timeout_ms=timeout_ms)
+def z3_pass_at_k(statement: Statement, *, k: int, rlimit: int) -> bool:
+    """Whether z3 proves the bare statement Γ ⊢ U with any of ``k`` random seeds within ``rlimit`` each."""
+    kernel = Z3Kernel(rlimit=rlimit)
     return any(kernel.entails(statement.hypotheses, statement.conclusion, seed=s).proved is True for s in range(k))
