@@ -10,13 +10,13 @@ import torch
 from iclr26 import cli
 from iclr26.rlaf.cnf import CNF
 from iclr26.rlaf.config import RLAFConfig
-from iclr26.rlaf.verdict import paired_gain
 from iclr26.rlaf.generators import random_3sat
 from iclr26.rlaf.graph import build_graph
 from iclr26.rlaf.grpo_trainer import GRPOSettings, GRPOTrainer, costs_of
 from iclr26.rlaf.policy import RLAFPolicy
 from iclr26.rlaf.result import SolveResult
 from iclr26.rlaf.solvers import SolverPool, SolveTask
+from iclr26.rlaf.verdict import paired_gain
 
 
 def _result(decisions: int, status: str = "SAT") -> SolveResult:
