@@ -78,8 +78,8 @@ def test_policy_load_names_a_file_that_is_not_a_policy(tmp_path):
         ({"sigma": math.nan}, "sigma must be a finite number > 0"),
         ({"sigma": math.inf}, "sigma must be a finite number > 0"),
         ({"sigma": 0.0}, "sigma must be a finite number > 0"),
-        ({"channels": 0}, "channels must be an integer >= 1"),
-        ({"num_layers": 2.5}, "num_layers must be an integer >= 1"),
+        ({"channels": 0}, "channels must be >= 1, got 0"),
+        ({"num_layers": 2.5}, "num_layers must be an integer, got float 2.5"),
     ],
 )
 def test_policy_refuses_bad_hyperparameters(kwargs, match):

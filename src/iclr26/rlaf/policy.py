@@ -176,8 +176,10 @@ class RLAFPolicy(nn.Module):
     def __init__(self, *, channels: int = 64, num_layers: int = 4, sigma: float = 0.1) -> None:
         super().__init__()
         for name, value in (("channels", channels), ("num_layers", num_layers)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
         if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not (math.isfinite(sigma) and sigma > 0):
             raise ValueError(f"sigma must be a finite number > 0 (the log-normal scale of the weights), got {sigma!r}")
         self.sigma = sigma
