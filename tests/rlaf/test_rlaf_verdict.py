@@ -130,3 +130,14 @@ def test_paired_gain_by_hand():
     test = paired_gain([[1, 3]], [[3, 7]], confidence=0.95)
     assert test["mean_log_gain"] == pytest.approx(math.log(2)) and test["lower_bound"] == pytest.approx(math.log(2))
     assert test["beats"] and test["geomean_factor"] == pytest.approx(2.0)
+
+
+def test_measurements_without_the_control_are_refused_by_name():
+    # The control cannot be dropped silently: a set without the shuffled arm (or any arm) is an error naming it.
+    m = measured()
+    runs = {name: {k: v for k, v in by_method.items() if k != "shuffled"} for name, by_method in m.decisions.items()}
+    with pytest.raises(ValueError, match=r"decisions\['3sat/50'\] lacks the methods \['shuffled'\]"):
+        Measurements(decisions=runs)
+    uneven = {name: dict(by_method, rlaf=by_method["rlaf"][:2]) for name, by_method in m.decisions.items()}
+    with pytest.raises(ValueError, match="the same non-empty seeds x formulas"):
+        Measurements(decisions=uneven)

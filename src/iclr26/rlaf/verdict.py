@@ -55,6 +55,23 @@ class Measurements:
     decisions: dict[str, dict[str, list[list[int]]]]
     subfolders: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not self.decisions:
+            raise ValueError("Measurements.decisions must hold at least one set")
+        for name, runs in self.decisions.items():
+            missing = [m for m in METHODS if m not in runs]
+            if missing:
+                raise ValueError(f"Measurements.decisions[{name!r}] lacks the methods {missing} (needs {METHODS})")
+            shapes = {m: np.shape(runs[m]) for m in METHODS}
+            if len(set(shapes.values())) != 1 or len(shapes["rlaf"]) != 2 or 0 in shapes["rlaf"]:
+                raise ValueError(
+                    f"Measurements.decisions[{name!r}]: every method needs the same non-empty seeds x formulas, "
+                    f"got {shapes}"
+                )
+        for name in self.subfolders:
+            if name not in self.decisions:
+                raise ValueError(f"Measurements.subfolders names the set {name!r}, which decisions lacks")
+
     def ratio(self, name: str, method: str, formulas: list[int] | None = None) -> float:
         """Mean over seeds of ``mean decisions (method) / mean decisions (unguided)`` on set ``name`` (on the given
         formula indices only, when given)."""
