@@ -1,4 +1,4 @@
-"""The compiled CDCL core makes the same search as the pure-Python reference, step for step (issue 18)."""
+"""The compiled CDCL core makes the same search as the pure-Python reference, step for step."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_native_core_makes_the_same_search_as_the_python_reference(injection):
 
 def test_native_core_matches_through_frequent_reductions_at_the_threshold():
     # the core compacts its clause arena after every reduction and keeps a watch without writing the clause when the
-    # other watched literal is true (issue 18); a small, slowly growing learnt limit makes dozens of reductions in
+    # other watched literal is true; a small, slowly growing learnt limit makes dozens of reductions in
     # these runs of thousands of conflicts, where a difference in the watch lists or a clause's order would show
     options = {"learnt_fraction": 0.02, "learnt_growth": 1.02, "record_decisions": 50}
     conflicts = 0

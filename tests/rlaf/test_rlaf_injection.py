@@ -35,7 +35,7 @@ def test_support_table_matches_what_pysat_implements(name):
 
 
 def test_only_ergo_takes_activities_in_this_pysat():
-    # The issue expected Solver.set_activities on Glucose 3/4 and MiniSat 2.2. In python-sat 1.9.dev17 it forwards
+    # One might expect Solver.set_activities on Glucose 3/4 and MiniSat 2.2. In python-sat 1.9.dev17 it forwards
     # to Ergo only and raises NotImplementedError for every other solver; try every solver of the build.
     accepted, refused = set(), set()
     for key, aliases in vars(SolverNames).items():

@@ -12,7 +12,8 @@ Drop-in components:
 - :class:`CNF`, :func:`read_dimacs` / :func:`read_dimacs_folder` / :func:`write_dimacs`, the generators
   :func:`random_3sat`, :func:`coloring_3`;
 - :class:`GRPOTrainer` (GRPO core in :mod:`iclr26.common.grpo`), the supervised baseline
-  :class:`LiteralPredictor` and the hand-made :func:`degree_guidance` baseline.
+  :class:`LiteralPredictor`, the hand-made :func:`degree_guidance` baseline and the :func:`shuffled_guidance`
+  control.
 """
 
 import importlib
@@ -39,6 +40,7 @@ _EXPORTS = {
     "GRPOTrainer": "grpo_trainer",
     "Guidance": "guidance",
     "degree_guidance": "guidance",
+    "shuffled_guidance": "guidance",
     "variable_degrees": "guidance",
     "GuidedSolve": "guided",
     "guided_solve": "guided",
@@ -79,6 +81,7 @@ __all__ = [
     "memory_estimate",
     "parse_dimacs",
     "random_3sat",
+    "shuffled_guidance",
     "read_dimacs",
     "read_dimacs_folder",
     "solve",

@@ -54,7 +54,7 @@ typedef struct {
     char *seen;
     /* clauses in one arena: mem[off - 2] is the clause index ci, mem[off - 1] the size (negated once deleted),
        mem[off ...] the literals; cl_off[ci] is clause ci's offset, cl_lbd[ci] its LBD. The watch lists hold offsets,
-       so that propagation reaches a clause with one load from the arena instead of two (issue 18) */
+       so that propagation reaches a clause with one load from the arena instead of two */
     int *mem;
     size_t mem_len, mem_cap;
     int *cl_off, *cl_lbd, n_clauses, cl_cap;
@@ -405,7 +405,7 @@ static int cmp_rank(const void *a, const void *b) {
 /* Arena compaction after each reduction, as MiniSat's garbage collection does: the deleted clauses' watches are
    removed and the live clauses move down, in order. The search is unchanged: it depends on the order of each watch
    list, which is kept (the reference drops a deleted clause's watch when propagation meets it), not on where a clause
-   lies. Propagation then never meets a deleted clause (issue 18: the live clauses stop being scattered among deleted
+   lies. Propagation then never meets a deleted clause (the live clauses stop being scattered among deleted
    ones, and propagation does not read a clause's size unless it looks for a new watch). */
 static void collect_garbage(Solver *s) {
     int *mem = s->mem;

@@ -19,7 +19,7 @@ import numpy as np
 if TYPE_CHECKING:
     from iclr26.rlaf.cnf import CNF
 
-__all__ = ["Guidance", "degree_guidance", "variable_degrees"]
+__all__ = ["Guidance", "degree_guidance", "shuffled_guidance", "variable_degrees"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,7 +74,7 @@ def variable_degrees(cnf: CNF) -> np.ndarray:
 
 
 def degree_guidance(cnf: CNF, *, scale: float = 0.01) -> Guidance:
-    """The hand-made degree heuristic, a baseline for learned guidance (issue 17's review of RLAF).
+    """The hand-made degree heuristic, a baseline for learned guidance.
 
     ``w(x) = 1 + scale · z(x)`` with ``z`` the variable's degree standardised over the formula
     (``z = (deg − mean) / std``; 0 for every variable when all degrees are equal), and every polarity true. On
@@ -83,7 +83,7 @@ def degree_guidance(cnf: CNF, *, scale: float = 0.01) -> Guidance:
 
     Args:
         cnf: the formula.
-        scale: the weight's slope per standard deviation of degree, > 0 (issue 17: 0.01).
+        scale: the weight's slope per standard deviation of degree, > 0 (the reproduction uses 0.01).
 
     Raises:
         ValueError: if ``scale`` is not a finite positive number, or so large that a weight is not positive.
@@ -100,3 +100,21 @@ def degree_guidance(cnf: CNF, *, scale: float = 0.01) -> Guidance:
             f"use scale < {1.0 / -z.min():.3g} for this formula"
         )
     return Guidance(polarity=np.ones(cnf.num_vars, dtype=bool), weight=weight)
+
+
+def shuffled_guidance(guidance: Guidance, seed: int) -> Guidance:
+    """The same weights and polarities given to a random permutation of the variables: a control for learned guidance.
+
+    It keeps everything about ``guidance`` that does not depend on which variable is which (the spread of the
+    weights, the share of true polarities) and drops what does. A policy whose gain survives this shuffle has
+    learned a distribution of values, not a per-variable guidance.
+
+    Args:
+        guidance: the parameterisation to shuffle.
+        seed: seed of the permutation (one permutation moves weight and polarity together).
+
+    Returns:
+        ``Guidance(polarity[π], weight[π])`` for a uniformly random permutation ``π`` of the ``V`` variables.
+    """
+    order = np.random.default_rng(seed).permutation(guidance.num_vars)
+    return Guidance(polarity=guidance.polarity[order], weight=guidance.weight[order])

@@ -64,7 +64,20 @@ def guided_solve(
 
     Returns:
         :class:`GuidedSolve`; ``result.injection`` records what reached the solver.
+
+    Raises:
+        TypeError: naming the argument, if ``cnf`` is not a :class:`CNF` or ``policy`` is none of the above.
+        ValueError: from :meth:`RLAFPolicy.load` for a file that is not a saved policy.
     """
+    if not isinstance(cnf, CNF):
+        raise TypeError(
+            f"guided_solve: cnf must be a CNF (read one with read_dimacs), got {type(cnf).__name__} {cnf!r:.60}"
+        )
+    if not (policy is None or isinstance(policy, RLAFPolicy | str | Path)):
+        raise TypeError(
+            "guided_solve: policy must be an RLAFPolicy, the path of a saved one (str or Path), or None for the "
+            f"unguided solver, got {type(policy).__name__} {policy!r:.60}"
+        )
     if isinstance(policy, str | Path):
         policy = RLAFPolicy.load(policy)
     guidance = None

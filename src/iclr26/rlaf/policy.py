@@ -175,8 +175,13 @@ class RLAFPolicy(nn.Module):
 
     def __init__(self, *, channels: int = 64, num_layers: int = 4, sigma: float = 0.1) -> None:
         super().__init__()
-        if sigma <= 0:
-            raise ValueError(f"sigma must be > 0, got {sigma}")
+        for name, value in (("channels", channels), ("num_layers", num_layers)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if isinstance(sigma, bool) or not isinstance(sigma, int | float) or not (math.isfinite(sigma) and sigma > 0):
+            raise ValueError(f"sigma must be a finite number > 0 (the log-normal scale of the weights), got {sigma!r}")
         self.sigma = sigma
         self.gnn = LiteralClauseGNN(channels=channels, num_layers=num_layers)
         self.head = nn.Sequential(nn.Linear(2 * channels, 2 * channels), nn.SiLU(), nn.Linear(2 * channels, 2))
@@ -218,11 +223,26 @@ class RLAFPolicy(nn.Module):
         """Read a policy written by :meth:`save`.
 
         Raises:
-            ValueError: if the file holds something else.
+            FileNotFoundError: if ``path`` does not exist.
+            ValueError: naming the file, if it is not a file :meth:`save` wrote (binary junk, another torch file, a
+                truncated or mismatched one).
         """
-        blob = torch.load(Path(path), map_location="cpu", weights_only=True)
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"RLAFPolicy.load: {path} is not a file (a policy written by RLAFPolicy.save)")
+        fix = "pass a file written by RLAFPolicy.save (iclr26 run rlaf writes rlaf_policy_<family>.pt)"
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as err:  # torch raises UnpicklingError, RuntimeError, EOFError or IndexError on junk
+            # torch's own message is long and suggests weights_only=False, which would run code from an unknown file
+            raise ValueError(
+                f"{path} cannot be read as a torch file (torch.load: {type(err).__name__}); {fix}"
+            ) from None
         if not isinstance(blob, dict) or blob.get("kind") != "rlaf_policy":
-            raise ValueError(f"{path} is not an RLAF policy file (written by RLAFPolicy.save)")
-        policy = cls(channels=blob["channels"], num_layers=blob["num_layers"], sigma=blob["sigma"])
-        policy.load_state_dict(blob["state_dict"])
+            raise ValueError(f"{path} is not an RLAF policy file; {fix}")
+        try:
+            policy = cls(channels=blob["channels"], num_layers=blob["num_layers"], sigma=blob["sigma"])
+            policy.load_state_dict(blob["state_dict"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as err:
+            raise ValueError(f"{path} is a damaged RLAF policy file ({type(err).__name__}: {err}); {fix}") from None
         return policy
