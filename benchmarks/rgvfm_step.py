@@ -1,12 +1,13 @@
 """Micro-benchmark of RG-VFM's training step: ``torch.optim.Adam(fused=True)`` against the loop implementation.
 
 The optimiser step is about a fifth of ``iclr26 run rgvfm``'s training time, so the package uses the fused Adam
-where it gives the same weights. This script builds two copies of the same model (the official 4-layer SELU MLP, ``TimeMLP``, inside the flow
-of ``--model``; identical initial weights), trains one with ``Adam(fused=True)`` and one with ``Adam(fused=False)``
-on the S² checkerboard through :class:`iclr26.rgvfm.training.FlowTrainer` with the same generator seed, one block of
-``--block`` steps at a time, the two alternating (paired rounds), and prints the median over rounds of the ratio
-fused / loop of the block times, with its interquartile range, and the largest parameter difference at the end (the
-two must agree to float32 rounding: the package uses the fused step where it gives the same weights).
+where it gives the same weights. This script builds two copies of the same model (the official 4-layer SELU MLP,
+``TimeMLP``, inside the flow of ``--model``; identical initial weights), trains one with ``Adam(fused=True)`` and
+one with ``Adam(fused=False)`` on the S² checkerboard through :class:`iclr26.rgvfm.training.FlowTrainer` with the
+same generator seed, one block of ``--block`` steps at a time, the two alternating (paired rounds), and prints the
+median over rounds of the ratio fused / loop of the block times, with its interquartile range, and the largest
+parameter difference at the end (the two must agree to float32 rounding: the package uses the fused step where it
+gives the same weights).
 
 Usage::
 

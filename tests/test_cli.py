@@ -159,6 +159,7 @@ def test_run_all_goes_on_after_a_failing_paper(monkeypatch, capsys, tmp_path):
 
 def test_run_all_interrupted_stops_every_running_paper_and_starts_no_other(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(runall, "COMMAND", [sys.executable, "-c", FAKE_PAPER])
+
     def pause_then_ctrl_c():  # Ctrl-C once both running papers are at work
         if len(list(tmp_path.glob("ready-*"))) == 2:
             raise KeyboardInterrupt

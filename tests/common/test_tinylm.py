@@ -142,7 +142,7 @@ def test_initial_loss_is_near_uniform_and_errors_are_clear():
 def test_fused_rope_attention_equals_the_autograd_rotation_bit_for_bit(dtype, head_dim, n_heads):
     # issue 18: in float32/64 the attention rotates q and k in one autograd node (_RopeQKV) whose backward is
     # written by hand; it must give the outputs and gradients of apply_rope on qkv[:2] under autograd, bit for bit
-    from iclr26.common.tinylm import _rope_rotations
+    from iclr26.common.tinylm import rope_rotations
 
     torch.manual_seed(0)
     d = n_heads * head_dim
@@ -151,7 +151,7 @@ def test_fused_rope_attention_equals_the_autograd_rotation_bit_for_bit(dtype, he
     x0 = torch.randn(3, 9, d, dtype=dtype)
     w = torch.randn(3, 9, d, dtype=dtype)
     cos, sin = rope_tables(9, head_dim, cfg.rope_base, dtype=dtype)
-    fused = (cos, sin) + _rope_rotations(9, head_dim, float(cfg.rope_base), torch.device("cpu"), dtype, n_heads)
+    fused = (cos, sin) + rope_rotations(9, head_dim, float(cfg.rope_base), torch.device("cpu"), dtype, n_heads)
     results = []
     for rope in (fused, (cos, sin)):
         x = x0.clone().requires_grad_(True)
@@ -181,7 +181,7 @@ def test_tinylm_training_steps_are_the_same_with_and_without_the_fused_rotation(
 
     fused = train()
     monkeypatch.setattr(tinylm, "_RopeQKV", None)  # must not be reached on the unfused path
-    monkeypatch.setattr(tinylm, "_rope_rotations", lambda *a: ())
+    monkeypatch.setattr(tinylm, "rope_rotations", lambda *a: ())
     unfused = train()
     assert all(torch.equal(a, b) for a, b in zip(fused, unfused, strict=True))
 
@@ -190,13 +190,13 @@ def test_rope_attention_under_autocast_takes_the_real_form():
     # under autocast the projection runs in bfloat16 while the residual stream and the tables stay float32 (CUDA's
     # autocast keeps embeddings in float32): the fused complex rotation must step aside (view_as_complex has no
     # bfloat16) and the real-form rotation runs
-    from iclr26.common.tinylm import _rope_rotations
+    from iclr26.common.tinylm import rope_rotations
 
     torch.manual_seed(0)
     attn = TinyLM(SMALL).blocks[0].attn
     x = torch.randn(2, 8, 32, requires_grad=True)
     cos, sin = rope_tables(8, 8, SMALL.rope_base)
-    rope = (cos, sin) + _rope_rotations(8, 8, float(SMALL.rope_base), torch.device("cpu"), torch.float32, 4)
+    rope = (cos, sin) + rope_rotations(8, 8, float(SMALL.rope_base), torch.device("cpu"), torch.float32, 4)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         y = attn(x, rope)
         y_real = attn(x, (cos, sin))  # the real-form rotation, as before issue 18

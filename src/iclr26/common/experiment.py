@@ -57,7 +57,7 @@ from tqdm.auto import tqdm
 from iclr26.common.config import ExperimentConfig
 from iclr26.common.distributed import SINGLE, World, broadcast_object
 from iclr26.common.seeding import derive_seed, seed_everything
-from iclr26.common.verdict import INCONCLUSIVE, STATUSES, Status, Verdict, status_of
+from iclr26.common.verdict import INCONCLUSIVE, STATUSES, Status, Verdict
 
 if TYPE_CHECKING:
     import torch
@@ -99,8 +99,6 @@ class Outcome:
     failed_gates: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if isinstance(self.claim_held, bool):  # MIGRATION: modules not yet on Verdict; removed once all are
-            object.__setattr__(self, "claim_held", status_of(self.claim_held))
         if self.claim_held not in STATUSES:
             raise TypeError(f"Outcome.claim_held must be one of {STATUSES}, got {self.claim_held!r}")
         if (self.claim_held == INCONCLUSIVE) != bool(self.failed_gates):

@@ -169,7 +169,7 @@ def _even_strides(x: Tensor) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _rope_rotations(seq_len: int, head_dim: int, base: float, device: torch.device, dtype: torch.dtype, n_heads: int):
+def rope_rotations(seq_len: int, head_dim: int, base: float, device: torch.device, dtype: torch.dtype, n_heads: int):
     """The unit complex numbers ``cos + i·sin`` of :func:`rope_tables` and their conjugates.
 
     ``(T, Dh/2)`` each, broadcast over the heads; or, where a row of ``Dh/2`` complex numbers fills whole 128-byte
@@ -352,7 +352,7 @@ class TinyLM(nn.Module):
                 dtype=x.dtype,
             )
             if x.dtype in (torch.float32, torch.float64):
-                rope = rope + _rope_rotations(
+                rope = rope + rope_rotations(
                     T,
                     self.config.d_model // self.config.n_heads,
                     float(self.config.rope_base),
