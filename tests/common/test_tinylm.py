@@ -140,7 +140,7 @@ def test_initial_loss_is_near_uniform_and_errors_are_clear():
 # out per head, 3 heads a row length that is no power of two
 @pytest.mark.parametrize("head_dim,n_heads", [(8, 2), (12, 2), (16, 2), (32, 2), (64, 3)])
 def test_fused_rope_attention_equals_the_autograd_rotation_bit_for_bit(dtype, head_dim, n_heads):
-    # issue 18: in float32/64 the attention rotates q and k in one autograd node (_RopeQKV) whose backward is
+    # in float32/64 the attention rotates q and k in one autograd node (_RopeQKV) whose backward is
     # written by hand; it must give the outputs and gradients of apply_rope on qkv[:2] under autograd, bit for bit
     from iclr26.common.tinylm import rope_rotations
 
@@ -199,7 +199,7 @@ def test_rope_attention_under_autocast_takes_the_real_form():
     rope = (cos, sin) + rope_rotations(8, 8, float(SMALL.rope_base), torch.device("cpu"), torch.float32, 4)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         y = attn(x, rope)
-        y_real = attn(x, (cos, sin))  # the real-form rotation, as before issue 18
+        y_real = attn(x, (cos, sin))  # the real-form rotation
     assert torch.equal(y, y_real)
     y.float().sum().backward()
     assert y.dtype == torch.bfloat16 and torch.isfinite(x.grad).all()

@@ -1,4 +1,4 @@
-"""Issue 17/18: the official protocol as the default, the best-loss checkpoint, EMA, resumable training, fused Adam, the
+"""The official protocol as the default, the best-loss checkpoint, EMA, resumable training, fused Adam, the
 official clip of the sampling velocity, coverage on raw extrinsic samples, and the two-part paired verdict."""
 
 from __future__ import annotations
