@@ -5,9 +5,10 @@ import json
 
 import pytest
 
-from iclr26.biasfree.config import BiasFreeConfig, model_problem
+from iclr26.biasfree.config import BiasFreeConfig
 from iclr26.biasfree.training import lora_targets
 from iclr26.common.config import ConfigError
+from iclr26.common.model_files import model_problem
 from iclr26.common.pretrained import random_llama
 
 

@@ -6,64 +6,16 @@ Defaults are the ``cpu`` scale; ``SCALES`` holds the ``smoke`` and ``gpu`` prese
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from iclr26.common.config import ConfigError, ExperimentConfig, opt, require
+from iclr26.common.model_files import model_problem
 
 #: The two built-in model names; anything else is a local path.
 BUILTIN_MODELS = ("smollm2", "tiny-random")
-#: The first bytes of every GGUF file (the format's magic number).
-GGUF_MAGIC = b"GGUF"
-#: Files that hold a Hugging Face model's weights (one of them, or its sharded form, must be in a model folder).
-WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "*.safetensors.index.json", "pytorch_model.bin.index.json")
-
-
-def model_problem(model: str) -> str | None:
-    """Why ``model`` cannot be loaded as a local instruct LM, read from its files without loading it (None if it
-    can): a ``.gguf`` file starts with the GGUF magic; a Hugging Face folder holds a ``config.json`` object,
-    weights, a tokenizer and a chat template (the prompts are chats)."""
-    if not model.strip():
-        return "empty; name 'smollm2', 'tiny-random', a .gguf file or a Hugging Face model folder"
-    path = Path(model).expanduser()
-    if not path.exists():
-        return "neither 'smollm2', 'tiny-random' nor an existing .gguf file or model folder"
-    if path.is_file():
-        with path.open("rb") as f:
-            head = f.read(len(GGUF_MAGIC))
-        if path.suffix.lower() != ".gguf" or head != GGUF_MAGIC:
-            return (
-                "a file that is not a GGUF model (.gguf starting with the GGUF magic); pass a .gguf or a model folder"
-            )
-        return None
-    if not path.is_dir():
-        return "neither a file nor a folder"
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return "a folder without a readable config.json, so not a Hugging Face model folder"
-    if not isinstance(config, dict) or not ("model_type" in config or "architectures" in config):
-        return "config.json names no model_type or architectures"
-    if not any(any(path.glob(p)) for p in WEIGHT_PATTERNS):
-        return "a model folder without weights (*.safetensors or pytorch_model*.bin)"
-    if not any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
-        return "a model folder without a tokenizer (tokenizer.json, tokenizer_config.json or tokenizer.model)"
-    if not _has_chat_template(path):
-        return "the tokenizer has no chat template; BiasFreeBench's prompts are chats, so an instruct model is needed"
-    return None
-
-
-def _has_chat_template(path: Path) -> bool:
-    if (path / "chat_template.jinja").is_file() or (path / "chat_template.json").is_file():
-        return True
-    try:
-        tok = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(tok, dict) and bool(tok.get("chat_template"))
 
 
 @dataclass(frozen=True)
@@ -151,7 +103,9 @@ class BiasFreeConfig(ExperimentConfig):
         super().__post_init__()
         if self.model not in BUILTIN_MODELS:
             problem = model_problem(self.model)
-            require(problem is None, "model", f"{self.model!r}: {problem}")
+            if problem is not None and not self.model.strip():
+                problem = f"{problem}, or 'smollm2' or 'tiny-random'"
+            require(problem is None, "model", str(problem))
         if self.data is not None:
             from iclr26.biasfree.data import load_bbq
 

@@ -6,38 +6,12 @@ NjgaeXNit3. Defaults are the ``cpu`` scale; ``SCALES`` holds ``smoke`` and ``gpu
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from iclr26.common.config import ConfigError, ExperimentConfig, opt, require
-
-#: The first bytes of every GGUF file (the format's magic number).
-GGUF_MAGIC = b"GGUF"
-
-
-def model_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be a pretrained model (a ``.gguf`` file or a Hugging Face folder), read from its files
-    without loading it; None if it can be."""
-    path = path.expanduser()
-    if not str(path).strip() or str(path) == ".":
-        return "empty; name a .gguf file or a Hugging Face model folder, or leave it unset for SmolLM2-135M-Instruct"
-    if not path.exists():
-        return f"{str(path)!r} does not exist; name a .gguf file or a Hugging Face model folder"
-    if path.is_file():
-        with path.open("rb") as f:
-            head = f.read(len(GGUF_MAGIC))
-        if path.suffix.lower() != ".gguf" or head != GGUF_MAGIC:
-            return f"{str(path)!r} is not a GGUF model (a .gguf file starting with the GGUF magic) nor a folder"
-        return None
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return f"{str(path)!r} has no readable config.json, so it is not a Hugging Face model folder"
-    if not isinstance(config, dict) or not ("model_type" in config or "architectures" in config):
-        return f"{str(path)!r}: config.json names no model_type or architectures"
-    return None
+from iclr26.common.model_files import model_problem
 
 
 @dataclass(frozen=True)
@@ -142,8 +116,8 @@ class DNAConfig(ExperimentConfig):
         require(not unknown, "held_out", f"unknown concepts {unknown}; known: {', '.join(CONCEPTS)}")
         require(len(self.held_out) < len(CONCEPTS), "held_out", "must leave at least one concept for training")
         if self.model is not None:
-            problem = model_problem(Path(self.model))
-            require(problem is None, "model", f"{problem}")
+            problem = model_problem(self.model)
+            require(problem is None, "model", str(problem))
         if self.data is not None:
             from iclr26.dna.corpus import load_jsonl
 
