@@ -328,9 +328,9 @@ def test_the_teacher_sees_every_training_image_and_the_students_the_subset(tmp_p
         seen["teacher"] = len(data.y_train)
         return real_teacher(config, data, seed)
 
-    def student(config, arm, data, *args):
+    def student(config, arm, data, *args, **kwargs):
         seen[arm] = len(data.y_train)
-        return real_student(config, arm, data, *args)
+        return real_student(config, arm, data, *args, **kwargs)
 
     monkeypatch.setattr(experiment, "train_teacher", teacher)
     monkeypatch.setattr(experiment, "train_student", student)

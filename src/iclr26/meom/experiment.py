@@ -51,7 +51,7 @@ import torch
 from torch import Tensor
 
 from iclr26.common.device import resolve_device
-from iclr26.common.distributed import World, all_reduce_sum, current_world, shard_range
+from iclr26.common.distributed import SINGLE, World, all_reduce_sum, data_parallel, shard_range
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, torch_generator
@@ -215,8 +215,14 @@ def train_student(
     init_state: dict[str, Tensor],
     seed: int,
     progress: Any,
+    *,
+    world: World = SINGLE,
 ) -> ArmResult:
     """Train one student of ``arm`` from ``init_state`` and evaluate it on the test split.
+
+    Under torchrun (``world``, the run's ``ctx.world``) every rank trains on its shard of each batch through
+    DistributedDataParallel, whose forward broadcasts rank 0's BatchNorm running statistics, so all ranks evaluate
+    the same model.
 
     The batch order and the masks depend only on ``seed`` (not on the arm), so arms are paired. The student
     trains on the device that holds ``data`` (and ``teacher``); batch orders and masks are drawn on the CPU and
@@ -245,9 +251,8 @@ def train_student(
     steps_per_epoch = len(_batches(len(data.y_train), config.batch_size, torch_generator(0)))
     sched = _cosine_lr(opt, config.student_epochs * steps_per_epoch)
     student.train()
-    world = current_world()
     split = world.is_distributed or config.accumulation_steps > 1
-    net = _data_parallel(student, device) if world.is_distributed else student
+    net = data_parallel(student, world, device=device)
     epoch_loss = float("nan")
     for _ in range(config.student_epochs):
         losses = []
@@ -295,14 +300,6 @@ def evaluate_student(student: SpikingConvNet, data: DigitsSplit, *, final_loss: 
         disagreement=prediction_disagreement(logits),
         final_loss=final_loss,
         softening=softening,
-    )
-
-
-def _data_parallel(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-    """``model`` wrapped in DistributedDataParallel (gradients averaged over the ranks; rank 0's BatchNorm running
-    statistics broadcast to every rank at each forward, so all ranks evaluate the same model)."""
-    return torch.nn.parallel.DistributedDataParallel(
-        model, device_ids=[device.index] if device.type == "cuda" else None
     )
 
 
@@ -439,7 +436,7 @@ def _run(config: MEOMConfig, ctx: RunContext, device: torch.device) -> Outcome:
                 res = ctx.unit(
                     f"student-{arm}-seed{k}",
                     lambda arm=arm, seed=seed, teacher=teacher, init_state=init_state: train_student(
-                        config, arm, students_data, teacher, init_state, seed, bar
+                        config, arm, students_data, teacher, init_state, seed, bar, world=ctx.world
                     ),
                 )
                 results[arm].append(res)
