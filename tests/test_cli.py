@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import sys
 import time
 
@@ -166,9 +167,14 @@ def test_run_all_interrupted_stops_every_running_paper_and_starts_no_other(monke
         time.sleep(0.2)
 
     monkeypatch.setattr(runall, "pause", pause_then_ctrl_c)
-    status = runall.run_all(
-        ["lamir", "hicra", "kern"], ["--slow", str(tmp_path)], out=tmp_path, scale="smoke", jobs=2, threads=None
-    )
+    # started in the background, as `run all ... &` is: SIGINT ignored, which the papers would inherit
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        status = runall.run_all(
+            ["lamir", "hicra", "kern"], ["--slow", str(tmp_path)], out=tmp_path, scale="smoke", jobs=2, threads=None
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     out = capsys.readouterr().out
     assert status == 130 and "[lamir] interrupted" in out and "[hicra] interrupted" in out
     assert "not started: kern" in out

@@ -153,6 +153,7 @@ def run_all(
                         stderr=subprocess.STDOUT,
                         env=env,
                         start_new_session=True,
+                        preexec_fn=_sigint_as_default,
                     )
                 job.started = time.monotonic()
                 running.append(job)
@@ -179,6 +180,12 @@ def run_all(
             print(_finished_line(job, out), flush=True)
         running = []
     return _summary(finished, waiting, out, interrupted)
+
+
+def _sigint_as_default() -> None:
+    """In the child before it starts: SIGINT back to its default, so that the SIGINT sent on Ctrl-C stops the paper
+    even when ``run all`` itself ignores SIGINT (as a shell's background ``&`` job does, which its children inherit)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _finished_line(job: Job, out: Path) -> str:
