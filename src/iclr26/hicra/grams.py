@@ -121,6 +121,7 @@ def _count_occurrences(words: Sequence[str], gram: str) -> int:
 def _related(a: str, b: str, merge_jaccard: float) -> bool:
     if f" {a} " in f" {b} " or f" {b} " in f" {a} ":
         return True
+    # the paper's semantic merge of paraphrases, approximated by word-set Jaccard (no embedding model offline)
     sa, sb = set(a.split()), set(b.split())
     return len(sa & sb) / len(sa | sb) >= merge_jaccard
 
@@ -271,6 +272,7 @@ def planning_mask(pieces: Sequence[str], grams: StrategicGrams | Sequence[str]) 
         covered[m.start() : m.end()] = True
         pos = m.start() + 1
     for t in range(len(pieces)):
+        # a token is a planning token (t ∈ S_i) if any of its characters lies inside a Strategic-Gram match
         mask[t] = bool(covered[starts[t] : starts[t + 1]].any())
     return mask
 
@@ -401,6 +403,7 @@ def placebo_grams(
                 if not any(blocked[d][s : s + n]) and gram not in chosen:
                     chosen.append(gram)
                     break
+        # placebo (random n-grams) arm: keep the draw whose token coverage matches the mined grams', equal credit budget
         gap = abs(_coverage(pieces, chosen) - target)
         if best is None or gap < best[0]:
             best = (gap, tuple(chosen))

@@ -102,6 +102,7 @@ def hicra_step(
             for i, (t, f) in enumerate(zip(rollout.texts, finished, strict=True))
         ]
     ).reshape(-1, G)
+    # the paper's GRPO advantage Â = R − mean_group(R), without std division
     adv = group_relative_advantages(rewards, scale="none").reshape(-1)  # (N,)
     mask = rollout.mask.cpu()  # (N, T)
     width = mask.shape[1]
@@ -123,6 +124,7 @@ def hicra_step(
         coverage=n_plan / max(1.0, n_real),
         world=parallel_world(lm),
     )
+    # HICRA: Â' = Â + α|Â| on the amplified tokens; the GRPO arm (amplify None) is α = 0
     token_adv = hicra_advantages(adv, amplified, alpha=alpha if amplify is not None else 0.0, mask=mask)
     result = grpo_step(
         lm, optimizer, rollout, advantages=token_adv, clip_eps=clip_eps, micro_batch_size=micro_batch_size

@@ -218,6 +218,7 @@ def check_answer(problem: Problem, completion: str, *, finished: bool = True) ->
         return AnswerCheck(0.0, "malformed")
     x, y = int(x_text), int(y_text)
     uses_numbers = (x, y) == (problem.a, problem.b) or (op != "-" and (y, x) == (problem.a, problem.b))
+    # the verifiable outcome reward R(q, o): 1 for a correct final expression, 0 otherwise (no partial credit)
     if uses_numbers and _apply(x, op, y) == problem.target:
         return AnswerCheck(1.0, "correct")
     return AnswerCheck(0.0, "wrong")

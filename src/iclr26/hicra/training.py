@@ -212,6 +212,7 @@ def train_sft(
     for step in range(settings.steps):
         x, y = (t.to(device) for t in sft_batch(problems, vocab, rng, settings.batch_size, settings.mix))
         logits = model(x).logits
+        # SFT stage: next-token cross-entropy on the completion tokens only (prompt and padding targets are −100)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -415,6 +416,7 @@ def amplified_tokens(
             raise ValueError("the placebo arm needs the placebo grams' mask")
         return placebo
     if arm == "entropy":
+        # the paper's high-entropy-token ablation: same transform on the top-entropy tokens, as many as HICRA's
         chosen = entropy_mask(gather_rows(entropy, world), gather_rows(mask, world), fraction=coverage)
         before = rows_before(mask.shape[0], world)
         return chosen[before : before + mask.shape[0], : mask.shape[1]]
@@ -510,7 +512,9 @@ def rl_step(
     )
     # Step 6 (§3, the HICRA advantage): Â' = Â + α|Â| on the amplified tokens; one clipped-surrogate step whose
     # gradient, averaged over the ranks, is the global batch's sequence mean (each rank's mean weighted by its share)
+    # the GRPO baseline is the same step with α = 0, so the arms differ only in which tokens get Â + α|Â|
     token_adv = hicra_advantages(adv, amplified, alpha=settings.alpha if arm != "grpo" else 0.0, mask=mask)
+    # the PPO/GRPO clipped surrogate on the token advantages; old log-probs = current (one on-policy step, ratio 1)
     loss = grpo_loss(logp, logp.detach(), token_adv, mask=mask, clip_eps=settings.clip_eps).loss
     opt.zero_grad(set_to_none=True)
     (loss * (world.size * len(problems) / (Q * G))).backward()

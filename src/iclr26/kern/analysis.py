@@ -75,6 +75,7 @@ def init_output_second_moment(
     router.proj.bias.zero_()
     x = torch.randn(n_tokens, d_model, generator=generator, dtype=torch.float64)  # (N, D)
     weights = router(x).combine_weights  # (N, K)
+    # the paper's scale argument: each output coordinate has second moment E[Σ_m g_m²] (independent unit-variance E_m)
     return float(weights.pow(2).sum(dim=-1).mean())
 
 

@@ -114,6 +114,7 @@ def normalize(scores: Tensor, normalization: Normalization, eps: float) -> Tenso
         ValueError: for an unknown ``normalization``.
     """
     if normalization == "l2":
+        # KERN's s̄ = s / (‖s‖₂ + ε) over all M experts before top-k: a unit vector whatever M is
         return scores / (torch.linalg.vector_norm(scores, ord=2, dim=-1, keepdim=True) + eps)
     if normalization == "l1":
         return scores / (torch.linalg.vector_norm(scores, ord=1, dim=-1, keepdim=True) + eps)
@@ -234,8 +235,10 @@ def select_top_k(logits: Tensor, gates: Tensor, k: int, *, renormalize: bool, ep
     num_experts = logits.shape[-1]
     if not 1 <= k <= num_experts:
         raise ValueError(f"k must lie in [1, num_experts={num_experts}], got {k}")
+    # TopK on s: the order of ĝ where act is monotone; ties among zero gates (ReLU) are broken by s
     index = torch.topk(logits, k, dim=-1).indices  # (N, K)
     weights = torch.gather(gates, -1, index)  # (N, K)
+    # g_m = ĝ_m · 1[m ∈ TopK]: KERN keeps its gates off the simplex; only the Sigmoid/Mixtral baselines renormalise
     if renormalize:
         eps = default_eps(gates.dtype) if eps is None else eps
         weights = weights / (weights.sum(dim=-1, keepdim=True) + eps)
@@ -525,6 +528,7 @@ class Router(nn.Module):
         self.check_finite, self.bias_update_rate = check_finite, float(bias_update_rate)
         self.proj = nn.Linear(d_model, num_experts, bias=bias)
         if spec.learnable_gamma:
+            # γ: KERN's only added parameter, one global scalar initialised to 1
             self.gamma = nn.Parameter(torch.ones(()))
         else:
             self.register_buffer("gamma", torch.ones(()), persistent=False)
@@ -575,6 +579,7 @@ class Router(nn.Module):
                 gamma=self.gamma.to(gate_dtype),
                 eps=self.eps,
             )  # (N, E)
+            # aux-loss-free balancing (DeepSeek-V3 style): the bias moves which experts are chosen, not their gates
             selection = logits + self.selection_bias.to(gate_dtype) if self.bias_update_rate > 0 else logits
             chosen = select_top_k(selection, gates, self.k, renormalize=self.spec.renormalize, eps=self.eps)
             balance = switch_balance_loss(logits, chosen.expert_index)

@@ -237,6 +237,7 @@ class BaseAgentLearner:
         reg_reward = reward - s.eta * log_ratio[0] + s.eta * log_ratio[1]
         value = self.critic(x[0], x[1]).view(h, b)
         ratio = [(taken[p].detach().exp() / mu[p]) for p in (0, 1)]
+        # critic target: V-trace on the regularised reward with the joint ratio of both players' simultaneous actions
         target = vtrace_targets(value, reg_reward, ratio[0] * ratio[1], valid, rho_bar=1.0, c_bar=1.0)
         next_target = torch.cat([target[1:], torch.zeros_like(target[:1])], 0)
         v_det = value.detach()
@@ -268,6 +269,7 @@ class BaseAgentLearner:
         self.optimizer.step()
         self.steps += 1
         if self.steps % s.reg_period == 0:
+            # RNaD's outer iteration: every reg_period steps the regularisation policy π_reg becomes the current π
             self.reference.load_state_dict(self.policy.state_dict())
         # Step (b), L^T: soft-cluster the directions of δ = π_new − π_old with τ_θ's T centroids.
         flat_valid = valid.view(-1).repeat(2).float()
@@ -420,9 +422,11 @@ class AbstractModelLearner:
             onehot = self.features.player_onehot[p].expand(h * b, 2)
             centroids = self.model.centroids(public, onehot)  # (H·B, L, K)
             points = self.features.attributes(self.settings.kappa, p, info, policy[p])
+            # L^A: the attributes κ(s_i) clustered toward the L centroids κ_θ(Λ_i(s_0)) of their public state
             clustering = soft_clustering_loss(centroids, points, gamma=gamma, weights=weights)
             logits = self.model.assign_logits(self.features.infoset[p][info])
             abstraction = abstraction + clustering.loss
+            # L^S: Λ^I_i trained toward the nearest centroid, the hard assignment the search uses via argmax
             assignment = assignment + assignment_loss(logits, clustering.nearest, weights=weights)
         return abstraction, assignment
 
@@ -469,6 +473,7 @@ class AbstractModelLearner:
                         add("legal", bce(model.legal_logits(z), legal[p][step + 1], reduction="none").mean(-1), cont)
                 z0, z1 = out.latent0, out.latent1
                 alive = mask & ~terminal[step]
+        # L^M = BCE(legal) + BCE(terminal) + BCE(public) + MSE(reward) + MSE(latent), each averaged over its steps
         loss = sum(sums[k] / max(counts[k], 1.0) for k in sums)
         return loss, {k: float(sums[k].detach()) / max(counts[k], 1.0) for k in sums}
 
@@ -484,6 +489,7 @@ class AbstractModelLearner:
         """
         s = self.settings
         h, b = traj.valid.shape
+        # L^V reaches v_θ only: no gradient flows into the representation or the abstraction heads
         latents = [z.detach() for z in self._latents(traj, public_of_node)]
         pred = self.model.values(latents[0].view(h * b, -1), latents[1].view(h * b, -1))
         t = pred.shape[-1]
@@ -498,6 +504,7 @@ class AbstractModelLearner:
         mu = torch.from_numpy(traj.behaviour[..., 0] * traj.behaviour[..., 1]).float()
         ratio = prob[0] * prob[1] / mu
         reward = torch.from_numpy(traj.reward).float()
+        # L^V: v_θ's entry for the followed transformation pair regressed on V-trace targets of that pair
         targets = vtrace_targets(pred, reward, ratio, followed, rho_bar=s.rho_bar, c_bar=s.c_bar)
         mask = followed.float()
         return ((pred - targets).pow(2) * mask).sum() / mask.sum().clamp_min(1.0)

@@ -146,7 +146,9 @@ def vtrace_targets(
     next_target = torch.zeros_like(values[0])
     for s in range(values.shape[0] - 1, -1, -1):
         v = values[s] * mask[s]
+        # V-trace (Espeholt et al., Eq. 1): δ_s = ρ_s (r_s + V(x_{s+1}) − V(x_s)), undiscounted
         delta = rho[s] * (rewards[s] + next_value - v)
+        # v_s = V(x_s) + δ_s + c_s (v_{s+1} − V(x_{s+1})), the recursion run backward from the episode end
         target = v + delta + c[s] * (next_target - next_value)
         out[s] = target * mask[s]
         next_value, next_target = v, out[s]
@@ -182,7 +184,9 @@ def neurd_loss(
     safe_logits = torch.where(legal, logits, torch.zeros_like(logits))
     centred = safe_logits - (safe_logits * mask).sum(-1, keepdim=True) / mask.sum(-1, keepdim=True)
     q = torch.where(legal, q_values, torch.zeros_like(q_values)).detach()
+    # NeuRD's advantage Q(a) − Σ_b π(b) Q(b), a constant with respect to the logits
     advantage = (q - (policy.detach() * q).sum(-1, keepdim=True)).clamp(-clip, clip)
     can_move = ((centred < threshold) & (advantage > 0)) | ((centred > -threshold) & (advantage < 0))
     force = advantage * can_move.to(advantage.dtype) * mask
+    # gradient −advantage on the centred logits, with no π(a) factor (NeuRD, unlike the softmax policy gradient)
     return -(centred * force).sum(-1)

@@ -105,6 +105,7 @@ def transformed_values(tree: GameTree, transformed: tuple[np.ndarray, np.ndarray
         child_value = value[np.maximum(child, 0)] * legal[..., None, None]  # (n, A, A, T, T)
         p0 = transformed[0][tree.node_infoset[nodes, 0]]  # (n, T, A)
         p1 = transformed[1][tree.node_infoset[nodes, 1]]
+        # v(h, i, j) = Σ_{a,b} π^{χ_i}_0(a) π^{χ_j}_1(b) v(h·(a, b), i, j), bottom-up: what v_θ learns
         value[nodes] = np.einsum("nia,njb,nabij->nij", p0, p1, child_value)
     return value
 
@@ -298,6 +299,7 @@ class LearnedModel:
                 builder.infoset(1, ("leaf", labels[1], act1, key), range(t)),
             )
             kids = np.array(
+                # depth-limit layer: both players pick one of T transformations; payoff r + v_θ(s̄', χ_x, χ_y)
                 [[builder.terminal(float(reward[i] + values[i, x, y])) for y in range(t)] for x in range(t)]
             )
             leaf[(k, act0, act1)] = builder.decision(ids, kids)
@@ -433,6 +435,7 @@ class ContinualResolver:
             if label in gadget:
                 value, mass = gadget[label]
                 info = builder.infoset(o, ("gadget", label), (0, 1))
+                # gadget "terminate": the opponent takes its carried counterfactual value, per unit of resolver reach
                 stop = builder.terminal(sign * value / mass)
                 kids = np.array([[sub], [stop]]) if o == 0 else np.array([[sub, stop]])
                 tops.append(builder.decision((info, -1) if o == 0 else (-1, info), kids))

@@ -557,6 +557,7 @@ def solve_cfr_plus(sg: Subgame, *, iterations: int, backend: Literal["native", "
                 avg[p] += t * passes.own_reach(p, reach)[ia_infoset[p]] * sigma[p]
                 sigma[p] = passes.regret_matching_plus(p, regret[p], clipped=True)
                 passes.sigma_views[p][:] = sigma[p]
+    # CFR+ returns the weighted average strategy: it converges to an equilibrium, the current σ need not
     strategy = tuple(normalize_per_infoset(avg[p], sg.ia_infoset[p], passes.num_infosets[p]) for p in (0, 1))
     return evaluate_profile(sg, (strategy[0], strategy[1]), iterations=iterations)
 

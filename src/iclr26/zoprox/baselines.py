@@ -81,6 +81,7 @@ def _rejection(
         prop = mean[idx] + std * _randn(mean[idx], generator)  # (P, d)
         f = oracle(prop)
         trials[idx] += 1
+        # accept w.p. min(1, e^{log α}); the trial count per chain is random, unlike the diffusive sampler's fixed cost
         ok = _log_uniform(idx.numel(), mean, generator) <= log_accept(idx, prop, f).clamp(max=0.0)
         out[idx[ok]] = prop[ok]
         accepted[idx[ok]] = True
@@ -135,6 +136,7 @@ def in_and_out(
     def log_accept(idx: torch.Tensor, prop: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
         if (f < f_lower - 1e-9 * max(1.0, abs(f_lower))).any():
             raise ValueError(f"f_lower: {f_lower} is not a lower bound of the potential (found f = {f.min().item()})")
+        # exact zeroth-order RGO: x' ~ N(y, hI) kept w.p. exp(−(f(x') − f_lower)) is an exact draw of π_{X|Y=y}
         return -(f - f_lower)
 
     rec.record(0, x)
@@ -309,6 +311,7 @@ def ula(
     check_positive("step_size", step_size)
     rec.record(0, x)
     for k in iterations(n_iters, progress):
+        # ULA: Euler–Maruyama step of the Langevin diffusion; no Metropolis correction, so biased at fixed η
         x = x - step_size * oracle.grad(x) + math.sqrt(2 * step_size) * _randn(x, generator)
         rec.record(k, x)
     return rec.result(x, n_iters)

@@ -81,6 +81,7 @@ def sigma2_schedule(
         raise ValueError(f"n_diffusion_steps: need at least 1 sub-step, got {n_steps}")
     if not 0 <= sigma2_min < step_size:
         raise ValueError(f"sigma2_min: must lie in [0, step_size={step_size}), got {sigma2_min}")
+    # equal Δσ² = (h − σ²_min)/T per Euler–Maruyama sub-step, from σ_T² = h (the forward step's variance) down
     return torch.linspace(sigma2_min, step_size, n_steps + 1, dtype=dtype, device=device)
 
 
@@ -173,6 +174,7 @@ def posterior_logits(
 
 def posterior_variance(step_size: float, sigma2: float) -> float:
     """σ̄² = (1/h + 1/σ_t²)⁻¹, the variance of every component of the posterior g_N(x₀ | z), Eq. (13)."""
+    # Eq. (13): prior component N(y_j, hI) times likelihood N(z; x₀, σ_t² I), so the precisions add
     return 1.0 / (1.0 / step_size + 1.0 / sigma2)
 
 
@@ -188,6 +190,7 @@ def posterior_mean(z: torch.Tensor, y: torch.Tensor, step_size: float, sigma2: f
     Returns:
         The broadcast shape of ``z`` and ``y``.
     """
+    # Eq. (13): precision-weighted mean of the component centre y_j (1/h) and the state z (1/σ_t²)
     return posterior_variance(step_size, sigma2) * (y / step_size + z / sigma2)
 
 
@@ -270,5 +273,6 @@ def mc_score(z: torch.Tensor, x0: torch.Tensor, f0: torch.Tensor, sigma2: float)
     c = torch.softmax(-f0, dim=1)  # (N, M)
     # Eq. (11): ŝ_t(z) = Σ_l c_l (x₀⁽ˡ⁾ − z) / σ_t²
     score = (c[:, :, None] * (x0 - z[:, None, :])).sum(1) / sigma2
+    # effective sample size 1/Σ c_l² of the self-normalised weights: how many of the M draws the score rests on
     ess = 1.0 / c.square().sum(1)
     return ScoreEstimate(score=score, ess=ess)

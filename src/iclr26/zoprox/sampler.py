@@ -109,6 +109,7 @@ def backward_step(
         eps = torch.randn(z.shape, dtype=z.dtype, device=z.device, generator=generator)
         z = z + dt * est.score + math.sqrt(dt) * eps
         ess.append(est.ess)
+    # after the T sub-steps (σ_T² = h down to σ_0²) z_0 is the new particle x_{k+1,i}
     return BackwardStep(x=z, ess=torch.stack(ess))
 
 
