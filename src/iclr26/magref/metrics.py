@@ -164,11 +164,13 @@ def score_clips(
         sims, cp, pl, ap = [], [], [], []
         for j, k in enumerate(ids):
             ck = cos[i, :, k]  # (F', P, P)
+            # ID-Sim stand-in: the best cosine to subject k's prototype anywhere in the frame, averaged over frames
             sims.append(float(ck.flatten(1).amax(1).mean()))
             ap.append(float(ck[fr, positions[i, j, :, 0].long(), positions[i, j, :, 1].long()].mean()))
             arg = ck.flatten(1).argmax(1)
             ay, ax = arg // pw, arg % pw
             ry, rx = ref_pos[i, j]
+            # copy-paste: share of frames where the subject is found where its reference sat in the condition frame
             cp.append(float((((ay - ry).abs() <= 1) & ((ax - rx).abs() <= 1)).float().mean()))
             py, px = positions[i, j, :, 0].long(), positions[i, j, :, 1].long()
             pl.append(float((cos[i, fr, :, py, px].argmax(1) == k).float().mean()))
@@ -183,6 +185,7 @@ def score_clips(
             at_b = cos[i, fr, :, pb[:, 0], pb[:, 1]]
             correct = float(at_a[:, a].sum() + at_b[:, bb].sum())
             swap = float(at_a[:, bb].sum() + at_b[:, a].sum())
+            # a swap: summed over frames, the two prompted places match the exchanged subjects better than their own
             swapped.append(1.0 if swap > correct else 0.0)
         else:
             swapped.append(None)

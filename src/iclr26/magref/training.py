@@ -124,19 +124,24 @@ def build_batch(
         if layout in ("i2v", "t2v"):
             z0 = codec.encode(video)[0]
             if layout == "i2v":
+                # Stage A, plain Wan I2V: the clip's own first frame, zeros after, with a whole-frame mask
                 cond = torch.cat([video[:, :, :1], torch.zeros_like(video[:, :, 1:])], dim=2)
                 y = masked_guidance(mask_channels(torch.ones(hw // p, hw // p), f, s), codec.encode(cond)[0])
             else:
+                # the "start from a T2V backbone" ablation: no image condition, y = 0 in the same channels
                 y = torch.zeros(s + codec.latent_channels, *z0.shape[1:])
             reg = reg.expand(-1, z0.shape[1], -1, -1)
         elif layout == "canvas":
             cv = composite_canvas(
                 list(it.references), list(it.ref_masks), height=hw, width=hw, fit=world.fit, generator=gen
             )
+            # the canvas takes the I2V first frame's place, so the generated clip is frames 1..F-1
             z0 = codec.encode(torch.cat([cv.image[None, :, None], video[:, :, 1:]], dim=2))[0]
             cond = torch.cat([cv.image[None, :, None], torch.zeros_like(video[:, :, 1:])], dim=2)
+            # region-aware mask: 1 only on the references' valid pixels of the canvas (any-pixel downsampling)
             y = masked_guidance(mask_channels(downsample_mask(cv.mask, p), f, s), codec.encode(cond)[0])
             reg = torch.zeros(MAX_SUBJECTS, z0.shape[1], hw // p, hw // p)
+            # M_sub^i on latent frame 0 only: disentanglement injects into first-frame tokens inside subject i's region
             reg[:n, 0] = downsample_mask(cv.region_masks, p)
             for i in range(n):  # where the reference's top-left landed: centred in its block (fit=False)
                 x0, y0, x1, y1 = cv.blocks[i].tolist()
@@ -150,6 +155,7 @@ def build_batch(
             white[:n] = frames
             ref_lat = codec.encode(white[:, :, None])[:, :, 0]  # (N, K, h, w)
             clip = codec.encode(video)[0][:, 1:]  # (K, T-1, h, w)
+            # vanilla temporal mask: each reference its own leading latent frame, whole-frame mask on those frames
             z0 = torch.cat([ref_lat.permute(1, 0, 2, 3), clip], dim=1)  # (K, N + T - 1, h, w)
             t_all = z0.shape[1]
             msk = torch.zeros(s, t_all, hw // p, hw // p)
@@ -204,6 +210,7 @@ def draw_items(
 
 def permute_regions(regions: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """The placebo control: each item's region masks reassigned to subjects by a random permutation."""
+    # the placebo control: subject i's value goes to a randomly chosen subject's region, breaking the pairing
     perm = torch.stack([torch.randperm(regions.shape[1], generator=gen) for _ in range(regions.shape[0])])
     return regions[torch.arange(regions.shape[0])[:, None], perm]
 
@@ -283,7 +290,7 @@ def train(
     losses: list[float] = []
     for _ in range(spec.steps):
         batch = to_device(build_batch(draw_items(b, sprites, gen), spec.layout, codec, sprites, gen), device)
-        t = torch.rand(b, generator=gen).to(device)
+        t = torch.rand(b, generator=gen).to(device)  # flow time t ~ U(0, 1), one per item (1 = noise)
         eps = torch.randn(batch.z0.shape, generator=gen).to(device)
         zt = interpolate(batch.z0, eps, t)  # z_t = (1 - t) z_0 + t eps
         reg = permute_regions(batch.regions, gen) if spec.placebo else batch.regions
@@ -346,7 +353,7 @@ def generate(
     with autocast(device):
         z = euler_sample(velocity_fn(model, batch, alpha, regions), noise, steps=steps, shift=shift)
     model.train()
-    out = z[:, :, batch.out_from :].float()
+    out = z[:, :, batch.out_from :].float()  # drop the condition frames: canvas/first frame, or the N references
     lead = torch.zeros_like(out[:, :, :1])  # a dummy first latent frame, dropped after decoding
     return codec.decode(torch.cat([lead, out], dim=2))[:, :, 1:].cpu()
 

@@ -144,6 +144,7 @@ def kd_kl(student_logits: Tensor, teacher_logits: Tensor, *, tau: float = 3.0) -
     log_p_t = F.log_softmax(teacher_logits / tau, dim=-1)
     # KL(p_T || p_S) = sum_c p_T (log p_T - log p_S), per sample
     kl = (log_p_t.exp() * (log_p_t - log_p_s)).sum(dim=-1)
+    # tau^2 keeps the soft-target gradient scale independent of tau, as in the TWD code's kd_loss
     return tau**2 * kl.mean()
 
 
@@ -203,6 +204,7 @@ def sample_temporal_masks(
     if not 0.0 < keep_prob <= 1.0:
         raise ValueError(f"keep_prob: must lie in (0, 1], got {keep_prob}")
     u = torch.rand((timesteps, *feature_shape), generator=generator, dtype=dtype, device=device)
+    # m_t ~ Bernoulli(keep_prob) per feature element: each timestep's "eye" sees a different subset of f^A
     masks = (u < keep_prob).to(dtype)
     return masks / keep_prob if rescale else masks
 
@@ -244,6 +246,7 @@ def _static_masks_cpu(
 ) -> Tensor:
     gen = torch.Generator().manual_seed(mask_seed)
     masks = sample_temporal_masks(timesteps, feature_shape, keep_prob=keep_prob, generator=gen, rescale=rescale)
+    # "random static masks": one seeded draw per run, reused at every step so each timestep keeps its own view
     return masks.requires_grad_(False)
 
 
@@ -319,6 +322,7 @@ def tmpd_loss(student_logits_per_t: Tensor, perspective_logits: Tensor, *, tau: 
             f"perspective_logits: expected the student's shape {tuple(student_logits_per_t.shape)} "
             f"(same T and class count), got {tuple(perspective_logits.shape)}"
         )
+    # TMPD: each z^S_t is pulled to its own view z^_t (element-wise over T), where TWD uses one z^A for every t
     return kd_kl(student_logits_per_t, perspective_logits, tau=tau)
 
 
@@ -385,6 +389,7 @@ def cumulative_mean_logits(logits_per_t: Tensor) -> Tensor:
     """zbar_<=t = (1/t) sum_{k<=t} z_k: the truncated-inference output after t timesteps, shape (T, B, C)."""
     t = _check_logits_per_t("logits_per_t", logits_per_t)[0]
     counts = torch.arange(1, t + 1, dtype=logits_per_t.dtype, device=logits_per_t.device)
+    # zbar_<=t = (1/t) sum_{k<=t} z_k: the prefix sums divided by t, all t at once
     return logits_per_t.cumsum(dim=0) / counts.view(t, 1, 1)
 
 
@@ -478,6 +483,7 @@ def twd_loss(
         raise ValueError(f"kd_weight: the KD weight must be non-negative, got {kd_weight}")
     ce = per_timestep_ce(student_logits_per_t, targets)
     kd = temporal_kd_loss(student_logits_per_t, teacher_logits.detach(), tau=tau)
+    # TWD: L_CE + w_kd (1/T) sum_t tau^2 KL(p^A || p^S_t), one teacher target shared by all timesteps
     return TWDLoss(total=ce + kd_weight * kd, ce=ce, kd=kd)
 
 
@@ -613,6 +619,7 @@ def meom_loss(
         )  # (T, B, C)
     ce = per_timestep_ce(student_logits_per_t, targets)
     tmpd = tmpd_loss(student_logits_per_t, perspective, tau=tau)
+    # L = 1 L_CE + 0.5 L_TMPD + 0.3 L_TPD (the paper's weights are the defaults)
     total = w_ce * ce + w_tmpd * tmpd
     tpd = None
     if t >= 2:

@@ -36,6 +36,7 @@ def truncated_accuracy(logits_per_t: Tensor, targets: Tensor) -> Tensor:
     Raises:
         ValueError: if ``targets`` is not (N,).
     """
+    # truncated inference: stopping after t steps predicts argmax of the running mean zbar_<=t
     zbar = cumulative_mean_logits(logits_per_t)  # (T, N, C)
     if targets.shape != logits_per_t.shape[1:2]:
         raise ValueError(f"targets: expected shape ({logits_per_t.shape[1]},), got {tuple(targets.shape)}")
@@ -61,6 +62,7 @@ def logit_temporal_variance(logits_per_t: Tensor) -> float:
     if logits_per_t.dim() != 3:
         raise ValueError(f"logits_per_t: expected shape (T, N, C), got {tuple(logits_per_t.shape)}")
     z = logits_per_t.to(torch.float64)
+    # a Var@T candidate: how much the per-timestep logits move around their temporal mean (TMPD should lower it)
     return float(z.var(dim=0, unbiased=False).mean())
 
 

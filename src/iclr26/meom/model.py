@@ -41,6 +41,7 @@ def repeat_input(x: Tensor, timesteps: int) -> Tensor:
     """
     if timesteps < 1:
         raise ValueError(f"timesteps: need at least 1 timestep, got {timesteps}")
+    # direct coding, as the TWD code: the static input repeated T times, a view (no copy)
     return x.unsqueeze(0).expand(timesteps, *x.shape)
 
 
@@ -58,6 +59,7 @@ class ClassifierHead(nn.Module):
 
     def forward(self, features: Tensor) -> Tensor:
         """Logits (N, C) for feature maps (N, D, H, W)."""
+        # W_c = avgpool + fc; TMPD masks its input f^A, the last conv map (inferred from the author's SeAl code)
         return self.fc(features.mean(dim=(-2, -1)))
 
 

@@ -67,6 +67,7 @@ class AdaLNResBlock(nn.Module):
 
     def forward(self, x: Tensor, y: Tensor) -> Tensor:
         shift, scale, gate = self.modulation(y).chunk(3, dim=-1)
+        # AdaLN residual block: x + gate * MLP(LN(x) (1 + scale) + shift), modulated by y = t_emb + W_c c
         return x + gate * self.mlp(self.norm(x) * (1 + scale) + shift)
 
 
@@ -110,6 +111,7 @@ class AdaLNMLP(nn.Module):
                 nn.init.zeros_(m.bias)
         nn.init.normal_(self.time_mlp[0].weight, std=0.02)
         nn.init.normal_(self.time_mlp[2].weight, std=0.02)
+        # zero modulations and output layer (official init): every block starts as the identity, the head outputs 0
         zero = [b.modulation[-1] for b in self.blocks] + [self.final_modulation[-1], self.out]
         for layer in zero:
             nn.init.zeros_(layer.weight)
@@ -122,6 +124,7 @@ class AdaLNMLP(nn.Module):
             raise ValueError(f"c must have shape ({x.shape[0]}, {self.cond_dim}), got {tuple(c.shape)}")
         if t.shape != (x.shape[0],):
             raise ValueError(f"t must have shape ({x.shape[0]},), got {tuple(t.shape)}")
+        # the head's condition: y = t_emb + W_c c, with c the transformer's hidden state before this token
         y = self.time_mlp(timestep_embedding(t.to(x.dtype), self.freq_dim)) + self.cond_proj(c)  # (B, Dh)
         h = self.in_proj(x)
         for block in self.blocks:
@@ -196,6 +199,7 @@ def flow_matching_loss(
         raise ValueError(f"x (B, d) and c (B, Dc) must share B, got {tuple(x.shape)} and {tuple(c.shape)}")
     if not torch.isfinite(x).all():
         raise ValueError("x holds non-finite values")
+    # fm_head_batch_mul: batch_mul (t, eps) draws per token for one transformer pass (the head is the cheap part)
     x = x.repeat(batch_mul, 1)  # (B * batch_mul, d), the official repeat order
     c = c.repeat(batch_mul, 1)
     if noise is None:
@@ -276,6 +280,7 @@ class RegressionHead(nn.Module):
 
     def predict(self, c: Tensor) -> Tensor:
         """The predicted token, ``(B, d)``."""
+        # a constant input (x0, t = 0): f depends on c alone, so the MSE drives it to the conditional mean E[x | c]
         return self.net(self.x0.expand(c.shape[0], -1), c.new_zeros(c.shape[0]), c)
 
     def loss(self, x: Tensor, c: Tensor, *, generator: torch.Generator | None = None) -> Tensor:

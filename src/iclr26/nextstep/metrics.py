@@ -101,6 +101,7 @@ def within_class_diversity(images: Tensor, labels: Tensor) -> float:
         x = flat[labels == k]
         if x.shape[0] < 2:
             continue
+        # within-class diversity: a mode-averaging head (the regression baseline) collapses it
         d = torch.cdist(x, x)  # (m, m)
         m = x.shape[0]
         per_class.append(float(d.sum() / (m * (m - 1))))

@@ -143,9 +143,11 @@ def nextstep_loss(
     out = model(text, image)
     B, S = text.shape
     N = image.shape[1]
+    # CE_text: next-token prediction over the prompt (position j predicts text id j + 1)
     ce = F.cross_entropy(out.text_logits[:, :-1].reshape(B * (S - 1), -1), text[:, 1:].reshape(-1)) if S > 1 else None
     ce = ce if ce is not None else image.new_zeros(())
     targets = image if image_targets is None else image_targets
+    # c_i = W_out h_{S-1+i}: the hidden state one position before image token i conditions its head
     c = out.image_cond[:, :N].reshape(B * N, -1)  # (B N, D)
     flat_targets = targets.reshape(B * N, -1) if targets.dim() == 3 else targets.reshape(B * N)
     im = head.loss(flat_targets, c, generator=generator) if noise is None else head.loss(flat_targets, c, noise=noise)

@@ -104,7 +104,8 @@ def sample_flow(
             # dx = [v + (1 - t) s] dt + sqrt(2 (1 - t)) dW
             x = x + drift * dt + (2.0 * (1.0 - ti)) ** 0.5 * dw
         else:
-            x = x + v * dt
+            x = x + v * dt  # the probability-flow ODE dx = v dt
+    # the official final deterministic step from the grid's last time to t = 1 (the score is singular at t = 1)
     v = velocity(x, torch.full((B,), grid[-1], device=x.device))
     return x + v * (1.0 - grid[-1])
 
@@ -152,6 +153,7 @@ def generate(
     if not isinstance(head, FlowMatchingHead | RegressionHead | DiscreteHead):
         raise ValueError(f"head: unsupported head type {type(head).__name__}")
     B = prompts.shape[0]
+    # CFG: the prompts and the null prompts run as one batch of 2B, conditional half first
     text = torch.cat([prompts, null_prompts]) if guided else prompts  # (B or 2B, S)
     tokens = prompts.new_zeros((B, 0, model.token_dim), dtype=torch.float32)
     for _ in range(num_tokens):
@@ -169,6 +171,7 @@ def generate(
                 v_fn, (B, model.token_dim), steps=steps, last_step=last_step, shift=shift, sde=sde,
                 generator=generator, device=prompts.device,
             )  # fmt: skip
+            # each sampled token is layer-normalised before it is fed back, like the tokenizer's encoded tokens
             new = channel_norm(new)
         elif isinstance(head, RegressionHead):
             pred = head.predict(c)

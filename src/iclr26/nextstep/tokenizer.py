@@ -101,6 +101,7 @@ class ConvAutoencoder(nn.Module):
     def encode(self, x: Tensor) -> Tensor:
         """Normalised tokens ``(B, N, d)`` of images ``(B, 1, S, S)``."""
         self.check_images(x)
+        # the paper's channel-wise normalisation: each patchified token layer-normed over its d channels
         return channel_norm(patchify(self.encoder(x), self.patch))
 
     def decode(self, tokens: Tensor) -> Tensor:
@@ -152,7 +153,9 @@ class VectorQuantizer(nn.Module):
     def forward(self, z: Tensor) -> Quantized:
         codes = self.nearest(z)
         e = self.lookup(codes)
+        # VQ-VAE: codebook term ||sg[z] - e||^2 + commitment beta ||z - sg[e]||^2
         loss = F.mse_loss(e, z.detach()) + self.beta * F.mse_loss(z, e.detach())
+        # straight-through estimator: forward gives e, the gradient flows to z unchanged
         return Quantized(tokens=z + (e - z).detach(), codes=codes, loss=loss)
 
 

@@ -148,7 +148,9 @@ class FlowMatcher(ABC):
             raise ValueError(f"x0 and x1 must both be (B, D) batches, got {tuple(x0.shape)} and {tuple(x1.shape)}")
         if t.shape != (x0.shape[0], 1):
             raise ValueError(f"t must have shape (B, 1) = ({x0.shape[0]}, 1), got {tuple(t.shape)}")
+        # step 1: x_t = exp_{x0}(t log_{x0} x1), the straight line for extrinsic models
         x_t = geodesic_interpolant(self.path, x0, x1, t)
+        # step 2: the network sees x̃_t = exp_{x_t}(σ A ε) (official noise_scale); the objective keeps the clean x_t
         x_in = self.path.perturb(x_t, scale=self.noise_scale, generator=generator)
         if self.shuffle_time:  # the control: the network sees another row's time
             t = t[torch.randperm(t.shape[0], generator=generator, device=t.device)]
@@ -225,6 +227,7 @@ class EndpointFlow(FlowMatcher):
 
     def endpoint(self, x: Tensor, t: Tensor) -> Tensor:
         """μ_θ(x, t) = proj_M f_θ(e(x), t), e = ``path.encode`` (the identity except on Hⁿ)."""
+        # projecting f_θ onto M is what makes μ_θ a point of M, so the geodesic loss and log_x(μ_θ) are defined
         return self.endpoint_manifold.proj(self.network(self.path.encode(x), t))
 
     def objective(self, *, x0: Tensor, x1: Tensor, t: Tensor, x_t: Tensor, x_in: Tensor) -> Tensor:
@@ -236,6 +239,7 @@ class EndpointFlow(FlowMatcher):
         v = endpoint_velocity(self.path, x, self.endpoint(x, t), t)
         if self.time_clip is None:
             return v
+        # the official clip keeps the sampling speed bounded as t -> 1, where 1/(1 - t) blows up
         # log_x(μ)/(1 - t) · min(1, c (1 - t)) = log_x(μ) · min(1/(1 - t), c)
         return v * (self.time_clip * (1 - t)).clamp(max=1.0)
 
@@ -257,6 +261,7 @@ class VelocityFlow(FlowMatcher):
 
     def objective(self, *, x0: Tensor, x1: Tensor, t: Tensor, x_t: Tensor, x_in: Tensor) -> Tensor:
         """L_RFM = mean |v_θ(x̃_t, t) - Γ_{x_t→x̃_t} u_t(x_t | x1)|²_g."""
+        # u_t is tangent at the clean x_t; transported to the noisy input so both vectors live in T_{x̃_t}M
         u = self.path.transport(x_t, x_in, conditional_velocity(self.path, x0, x1, t))
         return rfm_loss(self.path, x_in, self.velocity(x_in, t), u)
 
@@ -333,9 +338,11 @@ def build_flow(
         raise ValueError(f"unknown model {key!r}; choose one of {', '.join(FLOW_SPECS)}")
     spec = FLOW_SPECS[key]
     ambient = Euclidean(manifold.ambient_dim)
+    # intrinsic models (RFM, RG-VFM-M) move along M's geodesics; extrinsic ones along straight lines in R^D
     path = manifold if spec.intrinsic else ambient
     if spec.predicts == "velocity":
         return VelocityFlow(network, path=path, noise_scale=noise_scale)
+    # μ projected onto M and scored by d_M: the only difference between RG-VFM-R^D and Euclidean VFM
     endpoint_manifold = manifold if spec.geodesic_loss else ambient
     return EndpointFlow(
         network,

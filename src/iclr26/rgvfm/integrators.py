@@ -70,6 +70,7 @@ def integrate(
             # geodesic Euler: follow the geodesic with initial velocity h v for unit time
             x = manifold.exp(x, h * velocity(x, t))
             continue
+        # RK4 in the ambient space, each stage re-projected onto M so v is only queried at points of M
         k1 = velocity(x, t)
         k2 = velocity(manifold.proj(x + 0.5 * h * k1), t + 0.5 * h)
         k3 = velocity(manifold.proj(x + 0.5 * h * k2), t + 0.5 * h)

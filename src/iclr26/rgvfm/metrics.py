@@ -93,6 +93,7 @@ def checkerboard_coverage(manifold: Manifold, x: Tensor, *, raw: bool = False) -
         raise ValueError(f"checkerboard coverage needs a 2-dimensional manifold, got {manifold.name}")
     if x.ndim != 2:
         raise ValueError(f"x must be an (N, {manifold.ambient_dim}) tensor of samples, got shape {tuple(x.shape)}")
+    # coverage: the share of samples in the checkerboard's black cells, read in normal coordinates at o
     cells = black_cells(official_unwrap(manifold, x) if raw else manifold.to_chart(manifold.check(x, "x")))
     counts = torch.bincount(cells[cells >= 0], minlength=8)
     return Coverage(

@@ -85,6 +85,7 @@ def endpoint_velocity(manifold: Manifold, x: Tensor, mu: Tensor, t: Tensor) -> T
     """
     if point_checks_enabled() and bool((t >= 1).any()):
         raise ValueError("t must be < 1 for the endpoint-induced velocity log_x(mu)/(1 - t); integrate to t_end < 1")
+    # v_θ = log_x(μ_θ)/(1 - t): reach μ_θ along the geodesic in the time left ((μ - x)/(1 - t) in Rⁿ)
     return manifold.log(x, mu) / (1 - t)
 
 
@@ -106,6 +107,7 @@ def rgvfm_loss(manifold: Manifold, mu: Tensor, x1: Tensor) -> Tensor:
     _same_shape(manifold, mu=mu, x1=x1)
     manifold.check(mu, "mu")
     manifold.check(x1, "x1")
+    # L_RG-VFM = E d_g(x1, μ_θ)²: the Riemannian-Gaussian NLL once its μ-independent normaliser is dropped
     return manifold.dist(mu, x1).pow(2).mean()
 
 
@@ -128,6 +130,7 @@ def rfm_loss(manifold: Manifold, x: Tensor, v: Tensor, u: Tensor) -> Tensor:
     _same_shape(manifold, x=x, v=v, u=u)
     manifold.check(x, "x")
     diff = v - u
+    # L_RFM = E |v_θ - u_t|²_g in the metric at x_t: a tangent-space error, blind to the curvature terms
     return manifold.inner(x, diff, diff).mean()
 
 
@@ -147,6 +150,7 @@ def curvature_gap(manifold: Manifold, x: Tensor, a: Tensor, b: Tensor) -> Tensor
         (B,) gaps.
     """
     diff = a - b
+    # tangent error minus geodesic error: (K/3)(|a|²|b|² - <a, b>²) to leading order (Jacobi fields)
     return manifold.inner(x, diff, diff) - manifold.dist(manifold.exp(x, a), manifold.exp(x, b)).pow(2)
 
 

@@ -263,7 +263,7 @@ class FlowTrainer:
                 for _ in progress(range(steps)):
                     x1 = data[torch.randint(data.shape[0], (b,), generator=generator, device=device)]
                     x0 = self.prior(b, generator)
-                    t = torch.rand(b, 1, generator=generator, device=device)
+                    t = torch.rand(b, 1, generator=generator, device=device)  # t ~ U[0, 1), one time per pair
                     loss = self.flow.training_loss(x0, x1, t, generator=generator, **shard)
                     recorded = self._recorded_loss(loss, share)
                     self.optimizer.zero_grad(set_to_none=True)

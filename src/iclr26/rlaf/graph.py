@@ -95,6 +95,7 @@ def build_graph(cnfs: Sequence[CNF]) -> LiteralClauseGraph:
     return LiteralClauseGraph(
         edge_lit=edge_lit,
         edge_cls=edge_cls,
+        # the only node features, as in the official code: log(1 + degree)
         lit_features=torch.log1p(lit_degree).unsqueeze(1),  # (L, 1)
         cls_features=torch.log1p(cls_degree).unsqueeze(1),  # (C, 1)
         var_batch=var_batch,

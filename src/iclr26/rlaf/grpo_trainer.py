@@ -136,6 +136,7 @@ def costs_of(
     if unknown.any():
         if fill is None:
             finished = cost[~unknown]
+            # a budget-out run costs at least as much as the worst completed run, so timeouts are never rewarded
             fill = finished.max() if rule == "completed_max" and finished.size else cost.max()
         cost[unknown] = fill
     return cost
@@ -158,6 +159,7 @@ class GRPOTrainer:
         self.generator = torch.Generator().manual_seed(seed)
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=settings.lr)
         warmup = settings.warmup_iterations
+        # linear learning-rate warm-up over the first ``warmup_iterations`` iterations (official code)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda it: min(1.0, (it + 1) / warmup) if warmup > 0 else 1.0
         )
@@ -202,13 +204,13 @@ class GRPOTrainer:
                 logp.reshape(-1),
                 logp_old.reshape(-1),
                 advantages.reshape(-1),
-                kl=kl.repeat_interleave(m),
+                kl=kl.repeat_interleave(m),  # the formula's KL is shared by its M samples (mean over formulas)
                 beta=s.kl_coef,
                 clip_eps=s.clip_eps,
             )
             self.optimizer.zero_grad(set_to_none=True)
             out.loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.policy.parameters(), s.grad_clip)
+            torch.nn.utils.clip_grad_norm_(self.policy.parameters(), s.grad_clip)  # official: norm clipped at 1
             self.optimizer.step()
         self.scheduler.step()
         return IterationStats(

@@ -93,6 +93,7 @@ def degree_guidance(cnf: CNF, *, scale: float = 0.01) -> Guidance:
     degree = variable_degrees(cnf)
     spread = degree.std()
     z = (degree - degree.mean()) / spread if spread > 0 else np.zeros_like(degree)
+    # frequent variables get a larger VSIDS weight, all polarities true: what trained RLAF policies were seen to learn
     weight = 1.0 + scale * z
     if cnf.num_vars and weight.min() <= 0:
         raise ValueError(
@@ -116,5 +117,6 @@ def shuffled_guidance(guidance: Guidance, seed: int) -> Guidance:
     Returns:
         ``Guidance(polarity[π], weight[π])`` for a uniformly random permutation ``π`` of the ``V`` variables.
     """
+    # keeps the values' distribution, breaks which variable receives which value
     order = np.random.default_rng(seed).permutation(guidance.num_vars)
     return Guidance(polarity=guidance.polarity[order], weight=guidance.weight[order])

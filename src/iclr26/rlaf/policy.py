@@ -71,6 +71,7 @@ def policy_log_prob(
     Returns:
         ``(S, B)`` log-probabilities.
     """
+    # p(x) ~ Bernoulli(logit = clamp(ρ, ±8)): the clamp keeps every polarity stochastic, so log π stays finite
     rho = y[:, 0].clamp(-RHO_CLAMP, RHO_CLAMP)
     mu = y[:, 1]
     p = polarity.to(y.dtype)
@@ -136,6 +137,7 @@ def sample_parameterisations(y: Tensor, num_samples: int, *, sigma: float, gener
 def policy_mode(y: Tensor, *, sigma: float) -> Samples:
     """The mode of the policy (``S = 1``): ``p = [ρ > 0]``, ``w = exp(μ − σ²)`` (the log-normal's mode)."""
     y = y.detach()
+    # evaluation injects the mode, not a sample: argmax polarity and the log-normal's mode exp(μ − σ²)
     polarity = (y[:, 0] > 0).unsqueeze(0)
     weight = torch.exp(y[:, 1] - sigma**2).unsqueeze(0)
     return Samples(polarity=polarity, weight=weight)

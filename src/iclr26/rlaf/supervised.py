@@ -60,6 +60,7 @@ def backbone_labels(cnf: CNF) -> np.ndarray:
         model = {abs(lit): lit for lit in solver.get_model()}
         for v in range(1, cnf.num_vars + 1):
             lit = model.get(v, -v)
+            # l is a backbone literal iff F ∧ ¬l is unsatisfiable
             if not solver.solve(assumptions=[-lit]):
                 labels[_lit_index(lit)] = 1.0
     return labels
@@ -81,6 +82,7 @@ def core_labels(cnf: CNF) -> np.ndarray:
     ) as solver:
         if solver.solve(assumptions=selectors):
             return labels
+        # the selectors in the failed assumptions name the clauses of an unsatisfiable core
         for s in solver.get_core() or []:
             for lit in cnf.clauses[s - first]:
                 u = abs(lit) - 1
