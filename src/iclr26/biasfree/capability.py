@@ -95,8 +95,9 @@ def probe_capability(lm: PretrainedLM, *, n_qa: int = len(QA), n_text: int = len
     qa = QA[:n_qa]
     prompts = [f"Answer with the answer only. {q}" for q, *_ in qa]
     scores = lm.choice_logprobs(prompts, [list(opts) for _, *opts in qa])
-    correct = [bool(b == 0) for b in scores.best.tolist()]
+    correct = [bool(b == 0) for b in scores.best.tolist()]  # option 0 is the right answer in every QA row
     heads = [s.split(" ", 1) for s in TEXT[:n_text]]
     scored = lm.token_logprobs([h for h, _ in heads], [" " + t for _, t in heads], chat=False)
+    # the general-capability proxy for the Task Vector claim: held-out LM loss, nats per continuation token
     nll = float(-(scored.logprobs * scored.mask).sum() / scored.mask.sum())
     return Capability(qa_correct=correct, lm_nll=nll)

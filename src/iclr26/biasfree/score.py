@@ -131,7 +131,7 @@ def bootstrap_bfs(labels: Sequence[str], *, n_boot: int, rng: np.random.Generato
         raise ValueError("labels must hold at least one item")
     good, counted = _codes(labels)
     idx = rng.integers(0, len(labels), size=(n_boot, len(labels)))  # (B, n)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # BFS of each resampled item set; NaN draws are dropped
         draws = 100.0 * good[idx].sum(1) / counted[idx].sum(1)
     return _interval(bfs(labels, rounded=False), draws, level, confidence, len(labels))
 
@@ -167,4 +167,5 @@ def paired_bootstrap(a: Sequence[Sequence[str]], b: Sequence[Sequence[str]], *, 
         return float(np.mean(point)), np.mean(draws, axis=0)
 
     (pa, da), (pb, db) = side(a), side(b)
+    # paired: both sides see the same resampled items in each draw, so per-item difficulty cancels in da − db
     return _interval(pa - pb, da - db, level, confidence, n)

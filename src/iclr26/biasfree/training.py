@@ -109,9 +109,9 @@ def cosine_lr(step: int, total: int, *, warmup_ratio: float) -> float:
     (``transformers``' ``get_cosine_schedule_with_warmup``, which LLaMA-Factory uses)."""
     warmup = math.ceil(warmup_ratio * total)
     if step < warmup:
-        return (step + 1) / (warmup + 1)
+        return (step + 1) / (warmup + 1)  # linear warm-up (the yaml's warmup_ratio: 10%, 3% for the task vector)
     progress = (step - warmup) / max(1, total - warmup)
-    return 0.5 * (1.0 + math.cos(math.pi * progress))
+    return 0.5 * (1.0 + math.cos(math.pi * progress))  # cosine decay to 0 (lr_scheduler_type: cosine)
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,10 @@ def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
                 )
                 for k, i in enumerate(new):
                     ref[i] = (float(scores[k]), float(scores[len(new) + k]))
+            # log π_ref(y_w|x), log π_ref(y_l|x) of the DPO loss, fixed at the model before training
             ref_c = torch.tensor([ref[int(i)][0] for i in idx])
             ref_r = torch.tensor([ref[int(i)][1] for i in idx])
+            # DPO (Rafailov et al., Eq. 7): −log σ(β [Δ log π(y_w) − Δ log π(y_l)]), chosen = anti, rejected = stereo
             step = dpo_step(lm, optimizer, [training_prompt(p.prompt) for p in batch], [p.chosen for p in batch],
                             [p.rejected for p in batch], ref_c, ref_r, beta=beta,
                             micro_batch_size=max(1, micro_batch_size // 2))  # fmt: skip
@@ -219,6 +221,7 @@ def train_pairs(lm: PretrainedLM, pairs: Sequence[PreferencePair], *,
             margins.append(step.margin)
             accs.append(step.accuracy)
         else:
+            # SFT: −Σ_t log π_θ(y_t | x, y_<t) on the anti-stereotype; the task vector's SFT on the stereotype
             target = [p.chosen if method == "sft" else p.rejected for p in batch]
             loss = sft_step(lm, optimizer, [training_prompt(p.prompt) for p in batch], target,
                             micro_batch_size=micro_batch_size).loss  # fmt: skip

@@ -125,6 +125,7 @@ def train_agent(
         batch = nn.utils.rnn.pad_sequence([ids[i] for i in pick], batch_first=True, padding_value=TOKEN_ID[PAD])
         logits = model(batch[:, :-1])  # (B, T-1, V)
         target = batch[:, 1:]
+        # SFT on the transformed trajectories: next-token cross-entropy over the action tokens (padding ignored)
         loss = F.cross_entropy(logits.reshape(-1, len(VOCAB)), target.reshape(-1), ignore_index=TOKEN_ID[PAD])
         opt.zero_grad()
         loss.backward()
@@ -234,6 +235,7 @@ def explore(
             else:
                 res = env.step_tokens([VOCAB[t] for t in toks[r]])
             if res is not None and res.accepted:
+                # the MDP's state advances only on an accepted action; a rejected one is dropped from the context
                 logits[e], h[:, e] = cur_logits[r], cur_h[:, r]
                 prefix_len[e] += len(toks[r])
                 if res.done:

@@ -241,6 +241,7 @@ class ExplorationEnv:
         if problem:
             return self._reject(problem)
         if self.check:
+            # explosion check: a hypothesis that makes Γ ∘ Λ contradictory would let anything be deduced
             sat = self.kernel.satisfiable([*(e.fact for e in self.facts if e.fact is not None), f])
             if sat is not True:
                 return self._reject("explosion" if sat is False else "explosion_undecided")
@@ -257,6 +258,7 @@ class ExplorationEnv:
         products: tuple = ()
         if self.check:
             ctx = self.facts
+            # Deduce(h : F) needs Γ ∘ Λ ⊢ F: every accepted step is verified, so every submission is provable
             ans = self.kernel.entails([e.fact for e in ctx if e.fact is not None], f)
             if ans.proved is not True:
                 return self._reject("not_entailed" if ans.proved is False else "kernel_undecided")
@@ -273,6 +275,7 @@ class ExplorationEnv:
             return self._reject("nothing_deduced")
         goal = steps[-1]
         if self.check:
+            # proof extraction: only the deductions U transitively depends on (via the unsat-core premises)
             needed = {goal.name}
             for s in reversed(steps):
                 if s.name in needed:

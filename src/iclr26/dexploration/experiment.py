@@ -90,12 +90,12 @@ class ArmResult:
     @property
     def success_rate(self) -> float:
         """Valid statements per episode."""
-        return self.valid / self.episodes if self.episodes else 0.0
+        return self.valid / self.episodes if self.episodes else 0.0  # the paper's Valid count / 5,000 episodes
 
     @property
     def tokens_per_valid(self) -> float | None:
         """Tokens per valid statement; None without a valid statement (no finite cost to report)."""
-        return self.tokens / self.valid if self.valid else None
+        return self.tokens / self.valid if self.valid else None  # the paper's "token cost per valid"
 
 
 def _corpus(config: DExplorationConfig, seed: int):  # noqa: ANN202

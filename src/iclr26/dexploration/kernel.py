@@ -139,7 +139,7 @@ class Z3Kernel:
                     key = f"m{i}_{si}_{j}_{sj}"
                     pairs[key] = ((i, si), (j, sj))
                     s.assert_and_track(to_z3(prod, env, atoms=atoms), z3.Bool(key))
-        s.add(z3.Not(to_z3(goal, env, atoms=atoms)))
+        s.add(z3.Not(to_z3(goal, env, atoms=atoms)))  # refutation: Γ ⊢ H iff Γ ∧ ¬H has no integer model
         res = s.check()
         if res == z3.unsat:
             core = {str(c) for c in s.unsat_core()}

@@ -83,6 +83,7 @@ def bounded_prove(
         final = Entry("step", f"h{len(facts) + 1}", goal, tuple(facts[i].name for i in ans.used))
         return Statement(tuple(binders), (*steps, final), goal)
 
+    # Conjecture-Prover's prover: forward chaining (add/sub/mul of fact pairs) level by level, a linear check after each
     found = attempt()
     level_start = 0
     for _ in range(depth):
@@ -111,4 +112,5 @@ def bounded_prove(
 def z3_pass_at_k(statement: Statement, *, k: int, rlimit: int) -> bool:
     """Whether z3 proves the bare statement Γ ⊢ U with any of ``k`` random seeds within ``rlimit`` each."""
     kernel = Z3Kernel(rlimit=rlimit)
+    # difficulty as in the paper's Pass@k: a statement is hard when no attempt of a bare prover succeeds
     return any(kernel.entails(statement.hypotheses, statement.conclusion, seed=s).proved is True for s in range(k))

@@ -84,6 +84,7 @@ def deductive_rewrite(tactics: Sequence[Tactic], goal_name: str, goal: Fact) -> 
         if isinstance(t, Suffices):
             head = [s for s in tactics[:i] if isinstance(s, Have)]
             block = deductive_rewrite(tactics[i + 1 :], t.name, t.fact)
+            # deductive rewriting: the forward prefix, the rest as a have block proving F, then U from F
             return [*head, *block, Have(goal_name, goal, t.rule, (*t.premises, t.name))]
     haves = [t for t in tactics if isinstance(t, Have)]
     if not haves or haves[-1].fact != goal:
@@ -173,6 +174,8 @@ def interleaved_order(dag: dict[str, Node]) -> list[str]:
     """Step 3: the exploratory (interleaved) order: steps by (d, index), each preceded by what it still lacks."""
     placed: set[str] = set()
     order: list[str] = []
+    # exploratory reassembling: steps by increasing inference depth d(s), so the agent deduces all it can before
+    # it introduces the next hypothesis (the paper's main source of gains over the Staged order)
     for s in sorted((n for n in dag.values() if n.kind == "step"), key=lambda n: (n.depth, n.index)):
         # Introduce the missing variables and hypotheses of s: hypotheses in their order, each after its
         # variables; then the variables only the step itself mentions.
@@ -199,7 +202,7 @@ def _closure(dag: dict[str, Node], name: str) -> set[str]:
 
 def staged_order(dag: dict[str, Node]) -> list[str]:
     """The Staged ablation: all variables, all hypotheses (in order), then steps by (d, index)."""
-    rank = {"var": 0, "hyp": 1, "step": 2}
+    rank = {"var": 0, "hyp": 1, "step": 2}  # the Staged ablation: introduce everything first, then deduce
     key = {"var": lambda n: n.index, "hyp": lambda n: n.index, "step": lambda n: (n.depth, n.index)}
     return [
         n.name

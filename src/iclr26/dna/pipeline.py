@@ -310,7 +310,7 @@ def _whole(texts, translator, defs, use_lib, budget) -> list[Formalization]:  # 
         for i, reply in zip(pending, replies, strict=True):
             _charge(outs[i], reply)
             outs[i].text = reply.text
-            ok = _compiles(reply.text, defs)
+            ok = _compiles(reply.text, defs)  # the "compiles" filter: the only check the non-DNA arms get
             if not ok:
                 outs[i].history.append(["does not compile"])
             if not ok and outs[i].calls < budget[i]:
@@ -354,6 +354,7 @@ def _clausewise(texts, translator, defs, use_lib, validator, budget, *, refine: 
             tree = trees[i]
             n_p = len(tree.premises)
             binders = current[i][0]
+            # Phase II step 3: compose the translated clauses under the one quantifier clause
             outs[i].text = compose_text(binders, current[i][1 : 1 + n_p], current[i][1 + n_p :])
             if not first:
                 outs[i].rounds += 1
@@ -362,7 +363,7 @@ def _clausewise(texts, translator, defs, use_lib, validator, budget, *, refine: 
             left = budget[i] - outs[i].calls
             if blamed and left > 0:
                 next_todo[i] = blamed[:left]
-                for j in blamed:
+                for j in blamed:  # step 4 (refine): only DNA passes the validator's messages back to the translator
                     feedback[i][j] = "; ".join(messages) if refine else ""
         todo = next_todo
         first = False
@@ -378,6 +379,7 @@ def _blame(i, tree, current, defs, validator, out, *, refine: bool):  # noqa: AN
     if not refine:
         out.validator_stage = "ok" if not bad else "types"
         return bad, [f"clause {j} does not compile" for j in bad]
+    # the symbolic validator: syntax/types, variable-name faithfulness, non-contradiction, non-triviality
     verdict = validator.validate(out.text, defs, expected_binders=tree.binders)
     out.validator_stage = verdict.stage
     if verdict.ok:
@@ -461,6 +463,7 @@ def learn_library(
                 message = f"clause {redo[0] + 1} does not compile"
                 continue
             definition = Definition(name, params, conjunction([parse_formula(t) for t in current]))
+            # compile-and-repair: a definition must type-check and be satisfiable with the axioms (not vacuous)
             if not validator.satisfiable(definition.body, params, lib.definitions):
                 message = "the definition is contradictory"
                 redo = list(range(len(texts)))

@@ -182,6 +182,7 @@ class Validator:
         if errors:
             blamed = _blame(st, library)
             return Validation(False, "types", tuple(f"type error: {e}" for e in errors), blamed, st)
+        # faithfulness of variable names: the bound variables are exactly those the informal statement names
         if expected_binders is not None and set(st.binders) != set(expected_binders):
             got, want = set(st.binders), set(expected_binders)
             msgs = [f"variable '{n}' : {s} is not in the informal statement" for n, s in sorted(got - want)]
@@ -189,11 +190,13 @@ class Validator:
             return Validation(False, "binders", tuple(msgs), (), st)
         env = self._z.env(st.binders)
         premises = expand(st.premises, library)
+        # logical consistency 1: the premises must have a model with the System E axioms (not contradictory)
         if self._check(self._z.formula(premises, env)) == "unsat":
             blamed = tuple(("premise", i) for i in range(len(conjuncts(st.premises))))
             return Validation(False, "contradiction", ("the premises contradict each other (unsatisfiable)",),
                               blamed, st)  # fmt: skip
         goal = self._z.formula(expand(st.conclusion, library), env)
+        # logical consistency 2: the conclusion must not follow from the axioms alone (not trivial)
         if self._check(self._z.z3.Not(goal)) == "unsat":
             blamed = tuple(("conclusion", i) for i in range(len(conjuncts(st.conclusion))))
             return Validation(False, "trivial", ("the conclusion is trivial: it holds without the premises",),

@@ -152,6 +152,7 @@ def make_trace(
             continue
         seen.add((s, r, o))
         cited = cite_prob >= 1.0 or (rng is not None and rng.random() < cite_prob)
+        # only the bracketed ( s , r , o ) form is extracted by R_path's pattern; a loose step earns no path reward
         steps.append(f"( {s} , {r} , {o} )" if cited else f"{s} {r} {o} .")
     answers = " , ".join(f'" {a} "' for a in example.answers)
     return f"<think> {' '.join(steps)} </think> <answer> [ {answers} ] </answer>"

@@ -241,6 +241,7 @@ def make_task(
     chains = compositions(max_hops)
     all_bigrams = sorted({b for c in chains for b in bigrams(c)})
     held = [all_bigrams[int(i)] for i in rng.choice(len(all_bigrams), size=ood_bigrams, replace=False)]
+    # the paper's atypical paths: a composition is OOD when it chains a held-out bigram no SFT trace contains
     ood = [c for c in chains if bigrams(c) & set(held)]
     idc = [c for c in chains if c not in ood]
     by_type: dict[str, list[str]] = {}

@@ -230,6 +230,7 @@ class TinyPolicy:
         seq, plen, clen = pack_rows(rows, self.device)
         self.model.train()
         logp, mask = completion_logprobs(self.model, seq, plen, clen)  # (B, T) each
+        # Stage 1, SFT cold start: token-mean NLL of the reasoning trace and answer
         return self._step("sft", -(logp * mask).sum() / mask.sum())
 
     def sample(self, examples: Sequence[KGQAExample], *, group_size: int, seed: int) -> Samples:
@@ -270,6 +271,7 @@ class TinyPolicy:
         batch: the loss is the token mean over every rank's tokens (the count all-reduced), and DDP averages
         ``world size ×`` each rank's part, which gives the whole batch's gradient. Returns the global loss."""
         prompts, completions = samples.handle
+        # GRPO advantage A_i = (r_i − mean(r)) / std(r) over each question's group of G rollouts
         adv = group_relative_advantages(rewards.reshape(-1, samples.group_size).double()).float().reshape(-1)  # (N,)
         (signal,) = all_reduce_sum([float(adv.abs().gt(0).any())])
         if signal == 0:

@@ -77,7 +77,7 @@ def placebo_paths(examples: Sequence[KGQAExample], seed: int) -> dict[str, list[
     for e in examples:
         gold = set(e.gold_triples)
         off = [t for t in e.graph if t not in gold]
-        k = min(len(off), len(set(gold)))
+        k = min(len(off), len(set(gold)))  # as many triples as the gold path: R_path's scale is unchanged
         picks = [off[int(i)] for i in rng.choice(len(off), size=k, replace=False)] if k else []
         out[e.qid] = [[list(t) for t in picks]]
     return out
@@ -169,6 +169,7 @@ def grpo_stage(
             batch = [pool[i] for i in idx]
             samples = policy.sample(batch, group_size=group_size, seed=step_seed)
         # Step 3: rewards (Q_r, G); step 4: the GRPO update
+        # RL phase 1 rewards R_out (answer-set F1); phase 2 the joint R = R_out + R_path (``weights``)
         totals, f1s, paths, valid = score_samples(samples, batch, group_size, weights, path_override)
         rewards = torch.tensor(totals, dtype=torch.float64).reshape(len(batch), group_size)
         policy.grpo_update(samples, rewards)
@@ -195,6 +196,7 @@ def score_samples(
         scored = eog_reward(text, e.answers, e.path_as_lists(), weights=weights)
         total = scored.total
         if path_override is not None and scored.valid:
+            # placebo control: R_path against off-path triples, so a gain of EoG must come from the gold path itself
             total = eog_reward(text, e.answers, path_override[e.qid], weights=weights).total
         totals.append(total)
         f1s.append(scored.f1)
@@ -243,6 +245,7 @@ def faithfulness(text: str, example: KGQAExample) -> float:
     if not gold:
         return 0.0
     cited = {tuple(f.lower() for f in t) for t in extract_triples(parsed.reasoning or text)}
+    # path faithfulness: unlike R_path it ignores duplicate gold triples and scores even a malformed output
     return len(cited & gold) / len(gold)
 
 

@@ -118,6 +118,7 @@ def kstep_pairs(
     before, after, actions = [], [], []
     for traj in trajectories:
         screens = [render(world, s) for s in traj.states]
+        # the self-supervised task: up to n − K + 1 pairs (S_t, S_{t+K}) per walk of n actions; infer the first action
         for t in range(len(traj.actions) - k + 1):
             if np.array_equal(screens[t], screens[t + k]):
                 continue  # nothing to infer: the K actions came back to the same screen

@@ -41,7 +41,7 @@ def screens_to_tensor(before: np.ndarray, after: np.ndarray, device: torch.devic
     uint8 screens are moved first, so a GPU does the conversion)."""
     b = torch.from_numpy(np.ascontiguousarray(before)).to(device).permute(0, 3, 1, 2).float() / 255.0
     a = torch.from_numpy(np.ascontiguousarray(after)).to(device).permute(0, 3, 1, 2).float() / 255.0
-    return torch.cat([b, a, a - b], dim=1)
+    return torch.cat([b, a, a - b], dim=1)  # the two screenshots channel-concatenated, plus their difference
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,7 @@ class GUIPolicy(nn.Module):
     def sample(self, dist: ActionDist, n: int, generator: torch.Generator | None = None) -> SampledActions:
         """``n`` actions per item drawn from ``dist`` (type first, then its parameter)."""
         b = dist.type.shape[0]
+        # GRPO's G rollouts per item: an action type, then the parameter from that type's head
         types = torch.multinomial(dist.type.exp(), n, replacement=True, generator=generator)  # (B, S)
         param = torch.zeros_like(types)
         for t, head in enumerate(dist.heads()):

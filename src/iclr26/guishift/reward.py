@@ -52,7 +52,7 @@ class ActionScore:
 
 def format_reward(completion: str) -> float:
     """``R_format``: 1.0 when the completion has an ``<answer>...</answer>`` span, else 0.0."""
-    return 1.0 if isinstance(completion, str) and _ANSWER.search(completion) else 0.0
+    return 1.0 if isinstance(completion, str) and _ANSWER.search(completion) else 0.0  # the official regex check
 
 
 def to_completion(action: dict[str, Any]) -> str:
@@ -105,7 +105,7 @@ def action_reward(pred: dict[str, Any] | str, gt: dict[str, Any]) -> ActionScore
     want = str(gt.get("action_type", "")).lower()
     if kind is None:
         return ActionScore(0.0, "malformed: no string action_type")
-    if kind != want:
+    if kind != want:  # R_action = 1 needs the right type first, then the type's own parameter check
         return ActionScore(0.0, f"wrong action_type {kind!r}, expected {want!r}")
     if kind == "click":
         try:
@@ -119,6 +119,7 @@ def action_reward(pred: dict[str, Any] | str, gt: dict[str, Any]) -> ActionScore
             return ActionScore(1.0, "ok") if inside else ActionScore(0.0, "click outside bbox")
         same = x == float(gt["x"]) and y == float(gt["y"])
         return ActionScore(1.0, "ok") if same else ActionScore(0.0, "click not at the exact point")
+    # scroll: same direction; open_app: same app name; input_text: same text (strip, lower); navigate_back: type only
     field = {"scroll": "direction", "open_app": "app_name", "input_text": "text"}.get(kind)
     if field is None:
         return ActionScore(1.0, "ok") if kind == "navigate_back" else ActionScore(0.0, f"unknown type {kind!r}")

@@ -233,7 +233,7 @@ def grpo_shard_loss(
     # k3 estimator D_KL = π_ref/π_θ − log(π_ref/π_θ) − 1
     out = grpo_loss(logp, logp.detach(), adv.reshape(-1), kl=kl_k3(logp, ref_lp), beta=settings.beta,
                     clip_eps=settings.clip_eps)  # fmt: skip
-    share = (rows.stop - rows.start) / len(items)
+    share = (rows.stop - rows.start) / len(items)  # rescaled so the ranks' DDP average is the full batch's −J
     return out.loss * (share * size), rewards, correct
 
 
@@ -262,6 +262,7 @@ def sft_shard_loss(policy: GUIPolicy, items: TransitionSet, *, rank: int = 0, si
         outputs = (dist.type, *dist.heads())
     else:  # DDP sees only the heads this shard's loss uses (unused outputs would stall its reduction)
         outputs = model(x, keep=(True, *(bool((types == t).any()) for t in range(len(ACTION_TYPES)))))
+    # the SFT baseline: NLL(type) + NLL(param | type), a click's target the exact point's cell (no bbox credit)
     loss = F.nll_loss(outputs[0], types, reduction="sum")
     for t, head in enumerate(outputs[1:]):
         sel = types == t
@@ -315,5 +316,6 @@ def evaluate(policy: GUIPolicy, items: TransitionSet, *, batch: int = 256) -> np
     for i in range(0, len(items), batch):
         part = items.subset(np.arange(i, min(i + batch, len(items))))
         dicts = decode_actions(policy.greedy(policy(_inputs(policy, part))), cell=policy.cell, grid=policy.grid)
+        # held-out accuracy: the greedy action scored by the training rule's R_action against any correct first action
         out += [best_action_reward(row[0], gts).reward for row, gts in zip(dicts, part.actions, strict=True)]
     return np.asarray(out, dtype=np.float64)
