@@ -1,4 +1,4 @@
-"""Micro-benchmark of the KERN router against the Softmax variants, Sigmoid and Tanh: forward + backward wall time.
+"""Micro-benchmark of the KERN router against the Softmax variants, Sigmoid and Tanh: forward + backward time.
 
 The paper (arXiv 2509.25913) calls KERN "zero-additional-cost". This script times, on the same input and weights,
 routers interleaved round by round:
@@ -15,7 +15,7 @@ size in its ``timings``; its verdict uses the counted cost, because wall-clock r
 
 Usage::
 
-    .venv/bin/python benchmarks/kern_router.py --tokens 4096 --d-model 1024 --experts 64 --k 8 --repeats 50
+    .venv/bin/python benchmarks/kern_router.py --tokens 4096 --d-model 1024 --experts 64 --k 8 --repeats 50 --clock cpu
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import argparse
 
 import torch
 
+from iclr26.common.clock import add_clock_argument, clock_for
 from iclr26.common.config import ConfigError
 from iclr26.common.device import resolve_device
 from iclr26.kern import ROUTERS, gate_cost
@@ -40,12 +41,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1, as in iclr26 run kern)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--seed", type=int, default=0)
+    add_clock_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     try:
         device = resolve_device(args.device)
-    except ConfigError as err:
-        parser.error(f"--device {args.device}: {err}")
+        clock = clock_for(args.clock, device)
+    except (ConfigError, ValueError) as err:
+        parser.error(str(err))
     bench = make_router_bench(
         ROUTERS,
         d_model=args.d_model,
@@ -58,13 +61,13 @@ def main() -> None:
     with torch.no_grad():
         logits = bench.routers["softmax"].proj(bench.x)  # (N, E), shared by every gate
     parts = {
-        "gate only": time_gates({n: n for n in ROUTERS}, logits, args.k, repeats=args.repeats),
-        "whole router": time_routers(bench.routers, bench.x, repeats=args.repeats),
+        "gate only": time_gates({n: n for n in ROUTERS}, logits, args.k, repeats=args.repeats, clock=clock),
+        "whole router": time_routers(bench.routers, bench.x, repeats=args.repeats, clock=clock),
     }
     flops = {name: gate_cost(name, num_experts=args.experts, k=args.k).flops for name in ROUTERS}
     print(
         f"N={args.tokens} D={args.d_model} E={args.experts} k={args.k} device={args.device} "
-        f"threads={torch.get_num_threads()} repeats={args.repeats}"
+        f"threads={torch.get_num_threads()} repeats={args.repeats} clock={args.clock}"
     )
     for part, timings in parts.items():
         base = timings["softmax"]

@@ -10,17 +10,17 @@ moved between 0.64 and 1.21 on a shared machine.
 
 Usage::
 
-    .venv/bin/python benchmarks/uvu_compute.py --hidden 128,128 --heads 8 --ensembles 2,5,10 --batch 256
+    .venv/bin/python benchmarks/uvu_compute.py --hidden 128,128 --heads 8 --ensembles 2,5,10 --batch 256 --clock cpu
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import torch
 
+from iclr26.common.clock import add_clock_argument, clock_for
 from iclr26.common.config import ConfigError
 from iclr26.common.device import resolve_device
 from iclr26.uvu import RND, UVU, Transitions, UniversalMLP, ValueEnsemble, ensemble_cost, rnd_cost, uvu_cost
@@ -39,11 +39,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--seed", type=int, default=0)
+    add_clock_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     try:
         device = resolve_device(args.device)
-    except ConfigError as err:
+        clock = clock_for(args.clock, device)
+    except (ConfigError, ValueError) as err:
         parser.error(str(err))
     hidden = tuple(int(w) for w in args.hidden.split(","))
     sizes = [int(k) for k in args.ensembles.split(",")]
@@ -87,9 +89,9 @@ def main() -> None:
     times: dict[str, list[float]] = {name: [] for name in models}
     for _ in range(args.repeats):
         for name in models:
-            start = time.perf_counter()
+            start = clock()
             update(name)
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     ref = f"ensemble-{max(sizes)}"
     ref_median, ref_macs = statistics.median(times[ref]), models[ref][1].update_macs
     print(f"device {device}, threads {args.threads}, batch {b}, hidden {hidden}, {args.repeats} rounds")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -148,7 +148,12 @@ class RouterTiming:
 
 
 def time_routers(
-    routers: dict[str, Router], x: Tensor, *, repeats: int = 20, warmup: int = 3
+    routers: dict[str, Router],
+    x: Tensor,
+    *,
+    repeats: int = 20,
+    warmup: int = 3,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, RouterTiming]:
     """Time each router's forward plus the backward of ``Σ combine_weights + balance_loss``, interleaved.
 
@@ -160,6 +165,7 @@ def time_routers(
         x: ``(N, D)`` input (a leaf; its gradient is computed too, as inside a network).
         repeats: timed rounds.
         warmup: untimed rounds first.
+        clock: the clock each round is timed with (``time.thread_time`` for this thread's CPU time).
 
     Returns:
         name -> :class:`RouterTiming`.
@@ -182,12 +188,12 @@ def time_routers(
             router.zero_grad(set_to_none=True)
             x.grad = None
             sync()
-            t0 = time.perf_counter()
+            t0 = clock()
             out = router(x)
             (out.combine_weights.sum() + out.balance_loss).backward()
             sync()
             if i >= warmup:
-                times[name].append((time.perf_counter() - t0) * 1e3)
+                times[name].append((clock() - t0) * 1e3)
     return {
         name: RouterTiming(median_ms=statistics.median(t), min_ms=min(t), repeats=repeats, times_ms=tuple(t))
         for name, t in times.items()
@@ -208,7 +214,13 @@ def median_paired_ratio(a: RouterTiming, b: RouterTiming) -> float:
 
 
 def time_gates(
-    specs: dict[str, RouterSpec | str], logits: Tensor, k: int, *, repeats: int = 20, warmup: int = 3
+    specs: dict[str, RouterSpec | str],
+    logits: Tensor,
+    k: int,
+    *,
+    repeats: int = 20,
+    warmup: int = 3,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, RouterTiming]:
     """Time the gate alone (steps 2-5: activation, normalisation, γ, top-k and renormalisation), forward plus the
     backward of ``Σ combine_weights``, on the same logits for every router, interleaved as in :func:`time_routers`.
@@ -221,6 +233,7 @@ def time_gates(
         k: experts per token.
         repeats: timed rounds.
         warmup: untimed rounds first.
+        clock: the clock each round is timed with (``time.thread_time`` for this thread's CPU time).
 
     Returns:
         name -> :class:`RouterTiming` (with every round's time).
@@ -244,7 +257,7 @@ def time_gates(
             spec = resolved[name]
             logits.grad, gamma.grad = None, None
             sync()
-            t0 = time.perf_counter()
+            t0 = clock()
             gates = _gate_values(
                 logits,
                 activation=spec.activation,
@@ -257,7 +270,7 @@ def time_gates(
             chosen.combine_weights.sum().backward()
             sync()
             if i >= warmup:
-                times[name].append((time.perf_counter() - t0) * 1e3)
+                times[name].append((clock() - t0) * 1e3)
     return {
         name: RouterTiming(median_ms=statistics.median(t), min_ms=min(t), repeats=repeats, times_ms=tuple(t))
         for name, t in times.items()
