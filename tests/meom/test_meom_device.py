@@ -18,6 +18,7 @@ from iclr26.meom import experiment
 from iclr26.meom.data import load_corrupted_digits
 from iclr26.meom.experiment import MEOMConfig, run
 from iclr26.meom.losses import meom_loss, sample_temporal_masks
+from iclr26.runner import build_config
 
 
 @pytest.fixture(autouse=True)
@@ -53,16 +54,9 @@ def test_gpu_scale_asks_for_cuda_and_the_default_is_cpu():
 
 @no_cuda
 @pytest.mark.parametrize("device", ["cuda", "cuda:1"])
-def test_unavailable_cuda_fails_before_any_training(device, tmp_path, monkeypatch):
-    def started(*args: Any, **kwargs: Any) -> None:
-        raise _TrainingStarted
-
-    # any data loading or training reached would raise _TrainingStarted instead of the ConfigError
-    monkeypatch.setattr(experiment, "load_corrupted_digits", started)
-    monkeypatch.setattr(experiment, "train_teacher", started)
-    config = dataclasses.replace(MEOMConfig.preset("smoke"), device=device)
+def test_unavailable_cuda_is_refused_when_the_run_is_configured(device):
     with pytest.raises(ConfigError, match="'device'"):
-        run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
+        build_config("meom", "smoke", None, [f"device={device}"])
 
 
 @no_cuda
@@ -83,14 +77,13 @@ def test_gpu_scale_exits_2_with_a_clear_message_and_writes_nothing(tmp_path, cap
     assert not (out / "meom").exists()
 
 
-def test_unknown_device_name_is_rejected(tmp_path):
-    config = dataclasses.replace(MEOMConfig.preset("smoke"), device="tpu")
+def test_unknown_device_name_is_rejected():
     with pytest.raises(ConfigError, match="'device'"):
-        run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
+        build_config("meom", "smoke", None, ["device=tpu"])
 
 
 @no_cuda
-def test_auto_trains_on_the_cpu_here(tmp_path, monkeypatch):
+def test_the_run_trains_on_the_device_the_runner_hands_it(tmp_path, monkeypatch):
     seen: list[torch.device] = []
 
     def record_device(config: MEOMConfig, data: Any, seed: int) -> None:
@@ -98,9 +91,9 @@ def test_auto_trains_on_the_cpu_here(tmp_path, monkeypatch):
         raise _TrainingStarted
 
     monkeypatch.setattr(experiment, "train_teacher", record_device)
-    config = dataclasses.replace(MEOMConfig.preset("smoke"), device="auto")
+    config = dataclasses.replace(MEOMConfig.preset("smoke"), device="auto")  # the runner resolves it to the CPU here
     with pytest.raises(_TrainingStarted):
-        run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True))
+        run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True, device=torch.device("cpu")))
     assert seen == [torch.device("cpu")]
 
 

@@ -50,7 +50,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from iclr26.common.device import resolve_device
 from iclr26.common.distributed import SINGLE, World, all_reduce_sum, data_parallel, shard_range
 from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
@@ -395,17 +394,13 @@ def paired_difference(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
 def run(config: MEOMConfig, ctx: RunContext) -> Outcome:
     """Train teacher and students for every seed and arm; compare MEOM with TWD at every truncation point.
 
-    Runs on ``config.device``, with one CPU thread: the tensors are tiny (one thread is fastest), and the numbers
-    then do not depend on the machine's core count.
-
-    Raises:
-        ConfigError: naming the ``device`` field when that device is unavailable, before any data or training.
+    Runs on ``ctx.device`` (``config.device``, resolved by the runner before any work), with one CPU thread: the
+    tensors are tiny (one thread is fastest), and the numbers then do not depend on the machine's core count.
     """
-    device = resolve_device(config.device)  # an unavailable device fails here, before any training
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _run(config, ctx, device)
+        return _run(config, ctx, ctx.device)
     finally:
         torch.set_num_threads(threads)
 
