@@ -66,6 +66,7 @@ def mask_strength(step: float, *, hold: float, end: float, scale: float = 64.0) 
     if step >= end:
         return 0.0
     u = (step - hold) / (end - hold)
+    # α = scale · m(step) (official 64): full strength until hold, then a cosine anneal to 0 at end
     return float(scale * 0.5 * (1.0 + math.cos(math.pi * u)))
 
 
@@ -157,8 +158,10 @@ def dynamics_bias_vectors(scores: torch.Tensor, *, n_special: int, alpha: float)
     b, s, n = scores.shape
     p = n_special + n
     c = scores.new_zeros(b, s, p)
+    # c_j: the dynamics score on patch keys; camera/register keys get no bias
     c[:, :, n_special:] = scores
     r = scores.new_zeros(b, s, p)
+    # r_i = α on camera/register queries only: the pose pathway is steered, the geometry pathway is not
     r[:, :, :n_special] = alpha
     return r.reshape(b, s * p), c.reshape(b, s * p)
 

@@ -102,6 +102,7 @@ def trainable_groups(model: TinyVGGT, recipe: Recipe, *, blocks: GroupSpec,
     if recipe == "full":
         return [([p for n, p in named if not n.startswith("mask_head.")], blocks)]
     prefixes = _middle_names(model)
+    # efficient fine-tuning: only the middle frame/global blocks (10–19 in VGGT) train, the rest stays frozen
     groups = [([p for n, p in named if any(n.startswith(x) for x in prefixes)], blocks)]
     if recipe == "page4d":
         groups.append(([p for n, p in named if n.startswith("mask_head.")], mask_head))
@@ -204,6 +205,7 @@ def train_step(
     # DDP averages the ranks' gradients: each rank's term times world.size gives the global batch's gradient
     (loss if world.size == 1 else loss * (share * world.size)).backward()
     params = [p for g in opt.param_groups for p in g["params"]]
+    # gradients clipped to max_norm (official 1) before the AdamW step
     torch.nn.utils.clip_grad_norm_(params, max_norm)
     opt.step()
     if world.size == 1 and not sync:
@@ -218,6 +220,8 @@ def _set_schedules(model: TinyVGGT, opt: torch.optim.Optimizer, specs: list[Grou
                    schedule: MaskSchedule | None) -> None:  # fmt: skip
     """Steps 1-2 of the module docstring: training mode, α and every group's learning rate at ``step``."""
     model.train()
+    # step 1: the mask strength α of this step (0: plain VGGT global attention)
     model.alpha = schedule(step) if schedule is not None else 0.0
     for group, spec in zip(opt.param_groups, specs, strict=True):
+        # step 2: per-group linear warm-up then cosine decay (blocks and mask head on their own schedules)
         group["lr"] = warmup_cosine(step, total, peak=spec.lr, warmup=spec.warmup)

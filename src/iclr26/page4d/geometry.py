@@ -159,6 +159,7 @@ def relative_pose_error(pred: np.ndarray, gt: np.ndarray) -> tuple[float, float]
     wp[:, :3, 3] = sim.apply(cp)
     qp = np.linalg.inv(wp[:-1]) @ wp[1:]
     qg = np.linalg.inv(wg[:-1]) @ wg[1:]
+    # E_i = (Q_i^gt)⁻¹ Q_i^pred: the error of each relative motion, which RPE averages
     err = np.linalg.inv(qg) @ qp
     trans = np.sqrt((np.linalg.norm(err[:, :3, 3], axis=1) ** 2).mean())
     cos = np.clip((np.trace(err[:, :3, :3], axis1=1, axis2=2) - 1) / 2, -1.0, 1.0)  # clamp before acos

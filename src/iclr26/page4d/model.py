@@ -233,6 +233,7 @@ def pose_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """
     if pred.shape != target.shape:
         raise ValueError(f"pred and target must have the same shape, got {tuple(pred.shape)}, {tuple(target.shape)}")
+    # VGGT's camera L1 on translation and quaternion (this tiny model predicts no field of view)
     return (pred[..., :3] - target[..., :3]).abs().mean() + (pred[..., 3:] - target[..., 3:]).abs().mean()
 
 
@@ -244,4 +245,5 @@ def depth_loss(pred: torch.Tensor, target: torch.Tensor, *, grad_weight: float =
     reg = (pred - target).abs().mean()
     gx = F.l1_loss(pred.diff(dim=-1), target.diff(dim=-1))
     gy = F.l1_loss(pred.diff(dim=-2), target.diff(dim=-2))
+    # VGGT's depth regression plus gradient term, without its confidence weighting
     return reg + grad_weight * (gx + gy)

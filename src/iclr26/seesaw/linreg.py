@@ -108,8 +108,10 @@ def phase_plan(
     if n_phases < 1:
         raise ValueError(f"phase_plan n_phases must be >= 1, got {n_phases}")
     k = np.arange(n_phases, dtype=np.float64)
+    # Thm 1's phase-indexed schedule: η_k = η₀ a^{-k}, B_k = B₀ β^k
     lr = eta0 * lr_decay**-k
     batch = batch0 * batch_growth**k
+    # equal samples per phase, so a grown batch takes fewer serial steps (the saving Seesaw reports)
     steps = np.rint(samples_per_phase / batch).astype(np.int64)
     if np.any(steps < 1):
         raise ValueError(f"samples_per_phase={samples_per_phase} is below the largest batch {batch.max():.6g}")
@@ -292,6 +294,7 @@ def simulate(
         if optimizer == "sgd":
             w.sub_(eta * g)
             return
+        # bias-corrected Adam, the optimizer the paper's normalised-SGD analysis is a proxy for
         m1.mul_(betas[0]).add_(g, alpha=1 - betas[0])
         m2.mul_(betas[1]).addcmul_(g, g, value=1 - betas[1])
         m_hat = m1 / (1 - betas[0] ** t)

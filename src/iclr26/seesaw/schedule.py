@@ -154,6 +154,7 @@ def cut_count(f: float, alpha: float) -> float:
     """Number of α-cuts the base schedule has made when its multiplier is ``f``: ``⌊log_α(1/f)⌋`` (∞ at f = 0)."""
     if f <= 0.0:
         return math.inf
+    # Step 3: k = ⌊log_α(1/f)⌋, the staircase of α-cuts that approximates a smooth base decay
     return float(math.floor(math.log(1.0 / f) / math.log(alpha) + _CUT_SLACK))
 
 
@@ -336,6 +337,7 @@ class Seesaw:
                 method taking it: the schedule is defined on ``[0, total_tokens]``).
         """
         _require_within("tokens", tokens, self.total_tokens)
+        # Step 2: decay progress p = (n - n_w) / (N - n_w); warmup keeps p = 0
         return min(1.0, max(0.0, (tokens - self.warmup_tokens) / (self.total_tokens - self.warmup_tokens)))
 
     def cuts(self, tokens: float) -> float:
@@ -350,6 +352,7 @@ class Seesaw:
         _require_within("tokens", tokens, self.total_tokens)
         if self.growth == 1.0:
             return self.base_batch_size
+        # Steps 4-5: B = B₀ β^{min(k, K)}: each cut grows the batch until the cap, then cuts fall back to LR decay
         return self._ramp_batch(int(min(self.cuts(tokens), self.max_growths)))
 
     def lr(self, tokens: float) -> float:

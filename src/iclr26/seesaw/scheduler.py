@@ -130,6 +130,7 @@ class SeesawLR(LRScheduler):
         m_old = self.schedule.multiplier(self._clamped(self._tokens_before))
         if self._is_initial or m_old == 0.0:
             return self._get_closed_form_lr()
+        # η(n) = η₀ m(n): the Seesaw LR at the tokens seen, applied as a ratio so chained schedulers compose
         return [group["lr"] * (m_new / m_old) for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[float]:
@@ -148,6 +149,7 @@ class SeesawLR(LRScheduler):
             return
         for group in self.optimizer.param_groups:
             if "initial_weight_decay" in group:
+                # λ ρ keeps η ρ λ / B equal to the base schedule's η_base λ / B₀ (per-token decoupled decay)
                 group["weight_decay"] = group["initial_weight_decay"] * rho
 
     def state_dict(self) -> dict[str, Any]:

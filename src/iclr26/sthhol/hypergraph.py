@@ -117,6 +117,7 @@ class ContextHypergraph(nn.Module):
 
     def weights(self) -> Tensor:
         """``(C, M)`` the incidence weights a = softplus(Θ_e)."""
+        # softplus keeps each context weight a_{c,m} and so the hyperedge degrees positive
         return F.softplus(self.theta_e)
 
     def hyperedge_means(self, x: Tensor, s: Tensor) -> Tensor:
@@ -136,6 +137,7 @@ class ContextHypergraph(nn.Module):
     def forward(self, x: Tensor, s: Tensor) -> Tensor:
         """``(B, N, C, D)`` pattern nodes x̃ from crime ``x`` (B, N, C, D) and context ``s`` (B, N, M, D)."""
         e = self.hyperedge_means(x, s)
+        # the paper's X̃ = f(σ(Θ_e [X ‖ S])), as a residual GELU layer on [x ‖ e]
         return x + F.gelu(self.mix(torch.cat([x, e], dim=-1)))
 
 
@@ -160,6 +162,7 @@ class CooccurrenceHypergraph(nn.Module):
 
     def incidence(self) -> Tensor:
         """``(N*C, H_o)`` the incidence H = softplus(Θ_o)^T."""
+        # learnable incidence Θ_o (H_o hyperedges over N·C nodes), softplus for positive degrees
         return F.softplus(self.theta_o).transpose(0, 1)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -168,4 +171,5 @@ class CooccurrenceHypergraph(nn.Module):
             raise ValueError(f"x must be (B, N, C, D) with N*C={self.theta_o.shape[1]}, got {tuple(x.shape)}")
         b, n, c, d = x.shape
         conv = hypergraph_conv(x.reshape(b, n * c, d), self.incidence()).reshape(b, n, c, d)  # (B, N, C, D)
+        # level two: x̂ = x̃ + GELU(W · D_v^{-1} H D_e^{-1} H^T x̃)
         return x + F.gelu(self.proj(conv))

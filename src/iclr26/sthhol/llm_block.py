@@ -48,6 +48,7 @@ class PartiallyFrozenLLM(nn.Module):
         self.rotary = rotary
         self.hidden_size = hidden_size
         for name, p in self.named_parameters():
+            # PF-LLM: feed-forward frozen, attention and norms trained (the ablation's best partial freezing)
             p.requires_grad_(not is_frozen_parameter(name))
 
     @classmethod

@@ -172,6 +172,7 @@ class STHHOL(nn.Module):
                 self.month_enc(F.one_hot(month, 12).float())
             )  # (B, L)
             h = self.llm_in(x.reshape(b, n, c * d)) + e_t.unsqueeze(1)  # (B, N, L)
+            # partially frozen decoder layers, final norm, read-out to C·D added to x̂ (the zero-initialised residual)
             x = x + self.llm_out(self.llm_norm(self.llm(h))).reshape(b, n, c, d)
         # step 5: Ŷ_{n,c} = w_c · z_{n,c} + b_c
         return torch.einsum("bncd,cd->bnc", x, self.head_w) + self.head_b
@@ -199,6 +200,7 @@ def sthhol_loss(model: STHHOL, pred: Tensor, target: Tensor, *, reg_e: float, re
     if reg_e < 0 or reg_o < 0:
         raise ValueError(f"reg_e and reg_o must be >= 0, got {reg_e}, {reg_o}")
     return (
+        # the paper's loss ‖Y − Ŷ‖² + λ_e ‖Θ_e‖² + λ_o ‖Θ_o‖² (summary: λ = 0.1), each norm a mean over entries
         F.mse_loss(pred, target)
         + reg_e * _mean_square(model.level_one.theta_e)
         + reg_o * _mean_square(model.level_two.theta_o)

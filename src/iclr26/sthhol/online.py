@@ -74,6 +74,7 @@ def update_calendar(n_days: int, *, warmup_days: int, finetune_every: int, retra
     events = [UpdateEvent(warmup_days, "warmup")]
     for day in range(warmup_days + 1, n_days):
         k = day - warmup_days
+        # step 4 every T days, else step 3 every τ days: a day due for both gets the retraining
         if k % retrain_every == 0:
             events.append(UpdateEvent(day, "retrain"))
         elif k % finetune_every == 0:
@@ -209,6 +210,7 @@ def run_online(
     def update(event: UpdateEvent) -> float:
         steps, window, params = {
             "warmup": (s.warmup_steps, event.day, all_params),
+            # fine-tuning: fast parameters only (level two, PF-LLM, heads; level one frozen); retraining: all
             "finetune": (s.finetune_steps, s.finetune_window, fast_params),
             "retrain": (s.retrain_steps, s.retrain_window, all_params),
         }[event.kind]
@@ -224,6 +226,7 @@ def run_online(
     bounds = [e.day for e in events[1:]] + [n_days]
     chunks.append(predict_days(model, data, range(s.warmup_days, bounds[0])))
     for event, end in zip(events[1:], bounds[1:], strict=True):
+        # step 2: each day is predicted by the model of the last update before it (predict, then update)
         losses.append((event.day, event.kind, update(event)))
         chunks.append(predict_days(model, data, range(event.day, end)))
     return OnlineResult(offline, np.concatenate(chunks), losses)

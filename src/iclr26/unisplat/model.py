@@ -144,6 +144,7 @@ def _quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def select_static(g: Gaussians, *, dynamic_threshold: float = 0.5) -> Gaussians:
     """The memory's filter: drop Gaussians whose dynamic probability is ``>= dynamic_threshold`` (official code:
     ``head.py`` drops Gaussians that project into the predicted dynamic mask before saving them)."""
+    # dynamic-aware memory: only Gaussians judged static persist, so moving objects leave no ghosts
     return g.index(torch.sigmoid(g.dynamic_logits) < dynamic_threshold)
 
 
@@ -168,6 +169,7 @@ def select_history(opacity: torch.Tensor, inside: torch.Tensor, *, quantile: flo
         idx = part.nonzero().squeeze(1)
         k = min(cap, int(round(quantile * idx.numel())))
         if k > 0:
+            # the history keeps the top-quantile voxels by opacity, capped, inside and outside the view
             keep[idx[torch.topk(opacity[idx], k).indices]] = True
     return keep
 
@@ -310,6 +312,7 @@ class UniSplat(nn.Module):
             min=1e-3
         )
         log_scale = self.scale_head(pooled.flatten(1)).squeeze(1)  # (V,)
+        # Step 1: d = γ · d_rel, the per-camera metric scale (log γ from the head) on the foundation depth
         return rel_depth * torch.exp(log_scale)[:, None, None], log_scale
 
     def step(self, frame: Frame, history: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None,
@@ -353,12 +356,14 @@ class UniSplat(nn.Module):
         # Step 3: fuse with the warped history
         if history is not None and self.fusion:
             prev, prev_valid, prev_pose = history
+            # ego motion T_{prev←cur} = (world←prev)⁻¹ (world←cur) warps the history into the current ego frame
             prev_from_cur = torch.linalg.inv(prev_pose) @ frame.ego_pose
             warped = warp_scaffold(prev, prev_from_cur, grid)
             warped_valid = warp_scaffold(prev_valid[None].float(), prev_from_cur, grid)[0]
         else:
             warped = lifted.new_zeros(self.dim, *occ.shape)
             warped_valid = torch.zeros_like(occ)
+        # Step 3: S_t = g([L_t, warp(S_{t−1}), valid]) + warp(S_{t−1}), a dense 3D CNN for the sparse U-Net
         scaffold = self.fuse(torch.cat([lifted, warped, warped_valid[None]], dim=0)[None])[0] + warped
         valid = (occ > 0) | (warped_valid > 0.5)
         parts = []
@@ -381,6 +386,7 @@ class UniSplat(nn.Module):
             history_valid = valid
         render_set = gaussians
         if memory is not None:
+            # Step 5: remembered static Gaussians outside the current view complete the scene beyond coverage
             recalled = memory.recall(frame.ego_pose, frame.rig, frame.intrinsic, h, w)
             if recalled is not None and len(recalled):
                 render_set = Gaussians.cat([gaussians, replace(recalled, dynamic_target=None)])
@@ -408,6 +414,7 @@ class UniSplat(nn.Module):
         footprint = (d_mean.reshape(-1)[keep] * k / frame.intrinsic[0, 0])[:, None]  # patch width in metres
         base = rgb.permute(0, 2, 3, 1).reshape(-1, 3)[keep].clamp(0.01, 0.99)
         return Gaussians(
+            # Step 4a: a bounded offset from the lifted point; scale a share of the patch footprint in metres
             means=anchor + self.point_offset * torch.tanh(raw[:, 0:3]),
             scales=footprint * (0.1 + 0.8 * torch.sigmoid(raw[:, 3:6])),
             quats=raw[:, 6:10] + raw.new_tensor([1.0, 0.0, 0.0, 0.0]),
@@ -426,6 +433,7 @@ class UniSplat(nn.Module):
         centers = centers.repeat(self.voxel_gs, 1)
         dyn = voxel_dyn.reshape(-1)[valid.reshape(-1)].repeat(self.voxel_gs)  # −1: remembered only, unsupervised
         return Gaussians(
+            # Step 4b: each voxel-generated Gaussian stays within its voxel (offset ≤ half a voxel)
             means=centers + 0.5 * s * torch.tanh(raw[:, 0:3]),
             scales=s * (0.05 + 0.6 * torch.sigmoid(raw[:, 3:6])),
             quats=raw[:, 6:10] + raw.new_tensor([1.0, 0.0, 0.0, 0.0]),

@@ -65,6 +65,7 @@ def dynamic_loss(logits: torch.Tensor, target: torch.Tensor, *, pos_weight_cap: 
     (PyTorch's ``pos_weight``; ``w`` is a constant of the batch, not differentiated). ``cap = 1`` is plain BCE.
     """
     n_pos, n_neg = target.sum(), (1 - target).sum()
+    # w = clamp(Σ(1 − t) / Σ t, 1, cap): the few moving Gaussians weigh as much as the many static ones
     w = (n_neg / n_pos.clamp(min=1e-6)).clamp(1.0, pos_weight_cap).detach()
     return nnf.binary_cross_entropy_with_logits(logits, target, pos_weight=w)
 
@@ -134,6 +135,7 @@ def drive_loss(model: UniSplat, seq: DrivingSequence, views: tuple[int, ...], bg
     rgb = 0.0
     for term in terms.rgb:
         rgb = rgb + term / len(views)
+    # the paper's 5·L1 + 0.05·LPIPS + 0.05·dynamic + 0.25·aux, without LPIPS and aux, plus the scale L1
     return weights.rgb * rgb + weights.dyn * terms.dyn + weights.scale * terms.scale
 
 

@@ -110,6 +110,7 @@ class ValueEnsemble(StackedNetworks):
         """
         q_sa = self(batch.states, batch.actions, batch.tasks)  # (B, K·H)
         q_next = self(batch.next_states, batch.next_actions, batch.tasks)  # (B, K·H)
+        # each member Q_k is trained by TD on the real reward; they differ only in their initialisation
         target = td_target(batch.rewards.to(q_sa.dtype), q_next, gamma=self.gamma, done=batch.dones)
         return td_loss(q_sa, target)
 
@@ -119,4 +120,5 @@ class ValueEnsemble(StackedNetworks):
 
     def uncertainty(self, states: Tensor, actions: Tensor, tasks: Tensor, *, unbiased: bool = True) -> Tensor:
         """``σ²_Q(s, a, z)``: variance across members (unbiased by default), averaged over heads: ``(B,)``."""
+        # the baseline's σ²_Q = V_k[Q_k]; UVU's E[ε²] matches it (up to the factor 2 of ntk.py) in the NTK limit (§4)
         return ensemble_variance(self.values(states, actions, tasks), unbiased=unbiased)

@@ -53,6 +53,7 @@ class NTKLinear(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the layer to ``(..., fan_in)`` inputs."""
+        # NTK parameterisation: σ_w / sqrt(fan_in) outside N(0, 1) weights, the limit of the §4 analysis
         y = self.scale * F.linear(x, self.weight)
         return y + self.sigma_b * self.bias if self.bias is not None else y
 

@@ -68,10 +68,12 @@ def rejection_curve(uncertainty: np.ndarray, success: np.ndarray, fractions: np.
     fr = np.asarray(fractions, dtype=np.float64)
     if ((fr < 0) | (fr >= 1)).any():
         raise ValueError("fractions must lie in [0, 1)")
+    # reject the most uncertain ρ share of the tasks; a good uncertainty rejects failures first
     order = np.argsort(u, kind="stable")  # most certain first
     cum = np.cumsum(s[order])
     # floor(ρ T) rejected; the 1e-9 keeps e.g. 0.57 · 100 = 56.99999999999999 from losing a task to rounding
     kept = u.size - np.floor(fr * u.size + 1e-9).astype(int)  # ≥ 1 because ρ < 1
+    # c(ρ): success rate among the kept tasks
     curve = cum[kept - 1] / kept
     return RejectionCurve(fractions=fr, success=curve, auc=float(curve.mean()))
 

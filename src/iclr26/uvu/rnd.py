@@ -44,6 +44,7 @@ class RND(nn.Module):
         g = self.target(batch.states, batch.actions, batch.tasks)
         if f.shape != g.shape:
             raise ValueError(f"predictor output {tuple(f.shape)} and target output {tuple(g.shape)} differ in shape")
+        # RND = UVU with γ = 0: regress f onto g at the data points only, so the novelty is myopic
         return td_loss(f, g)
 
     def uncertainty(self, states: Tensor, actions: Tensor, tasks: Tensor) -> Tensor:

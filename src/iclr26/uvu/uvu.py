@@ -67,6 +67,7 @@ class UVU(nn.Module):
         if not 0.0 <= gamma < 1.0:
             raise ValueError(f"gamma must be in [0, 1), got {gamma}")
         self.online = online
+        # g(·; ψ₀) stays at its random initialisation: it only defines the synthetic reward r_g
         self.target = target.requires_grad_(False)
         self.gamma = gamma
 
@@ -90,6 +91,7 @@ class UVU(nn.Module):
         u_next = self.online(batch.next_states, batch.next_actions, batch.tasks)
         g_sa = self.target(batch.states, batch.actions, batch.tasks)
         g_next = self.target(batch.next_states, batch.next_actions, batch.tasks)
+        # §3: TD on r_g = g(s, a) − γ g(s', a'), semi-gradient; u ≡ g is a fixed point of this update
         return uvu_td_loss(u_sa, u_next, g_sa, g_next, gamma=self.gamma, done=batch.dones)
 
     def uncertainty(self, states: Tensor, actions: Tensor, tasks: Tensor) -> Tensor:
@@ -111,6 +113,7 @@ class UVU(nn.Module):
             if value.is_floating_point() and not torch.isfinite(value).all():
                 bad = int((~torch.isfinite(value)).sum())
                 raise ValueError(f"{name} holds {bad} non-finite value(s) (NaN or inf); ε² is undefined there")
+        # §3: ε² = (u − g)², large where the data miss part of π_z's future and TD cannot propagate g
         return uvu_uncertainty(self.online(states, actions, tasks), self.target(states, actions, tasks))
 
     def bonus(self, states: Tensor, actions: Tensor, tasks: Tensor, *, scale: float) -> Tensor:
@@ -121,4 +124,5 @@ class UVU(nn.Module):
         """
         if not scale >= 0:
             raise ValueError(f"scale must be non-negative (subtract the bonus for pessimism), got {scale}")
+        # λ √ε²: added to Q as an exploration bonus, subtracted for pessimism / task rejection
         return scale * self.uncertainty(states, actions, tasks).sqrt()
