@@ -154,7 +154,7 @@ everyone = [None] * world.size
 dist.all_gather_object(everyone, rows)
 if world.is_main:
     torch.save({"history": asdict(history), "params": params, "rows": everyone}, sys.argv[2] + "/out.pt")
-D.destroy_process_group()
+D.destroy_process_group(synchronise=True)
 """
 
 
