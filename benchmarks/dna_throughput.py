@@ -16,16 +16,16 @@ def main() -> None:
     from iclr26.common.pretrained import load_pretrained
     from iclr26.dna.config import DNAConfig
     from iclr26.dna.corpus import gold_library
-    from iclr26.dna.experiment import _book, _corpus, _max_new
+    from iclr26.dna.experiment import corpus_data, prompt_book, reply_budgets
     from iclr26.dna.pipeline import decompose_informal
     from iclr26.dna.translators import PretrainedTranslator, Request
 
     torch.set_num_threads(1)
     config = DNAConfig(n_train=60, n_test=8, test_max_clauses=4)
-    data = _corpus(config)
+    data = corpus_data(config)
     lm = load_pretrained(dtype="bfloat16")
-    book = _book(config, data.train, gold_library())
-    t = PretrainedTranslator(lm, book, max_new_tokens=_max_new(config, pretrained=True))
+    book = prompt_book(config, data.train, gold_library())
+    t = PretrainedTranslator(lm, book, max_new_tokens=reply_budgets(config, pretrained=True))
     items = data.test[:8]
     trees = [decompose_informal(it.informal) for it in items]
     cases = {

@@ -94,7 +94,7 @@ class LibraryResult:
     correct_definitions: int
 
 
-def _corpus(config: DNAConfig) -> CorpusData:
+def corpus_data(config: DNAConfig) -> CorpusData:
     from iclr26.dna.concepts import build_cdg, extract_concepts
     from iclr26.dna.corpus import CONCEPTS, LITERALS, clause_phrases, concept_analysis, generate_corpus, load_jsonl
     from iclr26.dna.validator import Validator
@@ -231,7 +231,7 @@ def _arm(config: DNAConfig, translator, items: list, arm: str, library, gold_lib
                      vok, [o.text for o in outs], validator.unknowns)  # fmt: skip
 
 
-def _book(config: DNAConfig, train: list, library) -> Any:  # noqa: ANN001
+def prompt_book(config: DNAConfig, train: list, library) -> Any:  # noqa: ANN001
     """SmolLM2's prompt: library docs and ``few_shot`` examples per (kind, mode), the first distinct clause kinds."""
     from iclr26.dna.corpus import binders_formal, gold_library
     from iclr26.dna.dsl import expand, parse_statement, render_statement
@@ -261,7 +261,7 @@ def _book(config: DNAConfig, train: list, library) -> Any:  # noqa: ANN001
     return book
 
 
-def _max_new(config: DNAConfig, *, pretrained: bool = False) -> dict[str, int]:
+def reply_budgets(config: DNAConfig, *, pretrained: bool = False) -> dict[str, int]:
     """Reply lengths per request kind (SmolLM2's BPE tokens: statements capped at 128 for the CPU budget)."""
     statement = min(config.max_new_statement, 128) if pretrained else config.max_new_statement
     return {"statement": statement, "clause": config.max_new_clause, "binders": min(config.max_new_clause, 32)}
@@ -277,7 +277,7 @@ def _tiny_arms(config: DNAConfig, ctx: RunContext, data: CorpusData, timings: di
     state = ctx.unit("train-tiny", lambda: _train(config, data.train))
     timings["train_tiny_s"] = time.perf_counter() - t0
     tiny = TinyTranslator(state, temperature=config.temperature, seed=derive_seed(config.seed, "sample"),
-                          max_new_tokens=_max_new(config))  # fmt: skip
+                          max_new_tokens=reply_budgets(config))  # fmt: skip
     lib_tiny = ctx.unit("library-tiny", lambda: _library(config, tiny, data.order, repairs=config.library_repairs))
     arms: dict[str, ArmResult] = {}
     for arm in (*ARMS, "dna_placebo"):
@@ -305,15 +305,15 @@ def _pretrained_arms(config: DNAConfig, ctx: RunContext, data: CorpusData,
     model_info.pop("load_seconds", None)
     timings["pretrained_load_s"] = time.perf_counter() - t0
     items = [it for it in data.test if it.n_clauses <= config.pretrained_max_clauses][: config.n_pretrained]
-    book0 = _book(config, data.train, as_library(LibraryResult([], [], {}, 0, 0, 0)))
+    book0 = prompt_book(config, data.train, as_library(LibraryResult([], [], {}, 0, 0, 0)))
     pre0 = PretrainedTranslator(lm, book0, temperature=config.pretrained_temperature,
-                                max_new_tokens=_max_new(config, pretrained=True))  # fmt: skip
+                                max_new_tokens=reply_budgets(config, pretrained=True))  # fmt: skip
     t0 = time.perf_counter()
     lib_pre = ctx.unit("library-smollm2", lambda: _library(config, pre0, data.order, repairs=0))
     timings["library_smollm2_s"] = time.perf_counter() - t0
     lib_p = as_library(lib_pre)
-    pre = PretrainedTranslator(lm, _book(config, data.train, lib_p), temperature=config.pretrained_temperature,
-                               max_new_tokens=_max_new(config, pretrained=True))  # fmt: skip
+    pre = PretrainedTranslator(lm, prompt_book(config, data.train, lib_p), temperature=config.pretrained_temperature,
+                               max_new_tokens=reply_budgets(config, pretrained=True))  # fmt: skip
     arms: dict[str, ArmResult] = {}
     for arm in ARMS:
         t0 = time.perf_counter()
@@ -328,7 +328,7 @@ def run(config: DNAConfig, ctx: RunContext) -> Outcome:
     """Run the reproduction (module docstring) and judge the claim."""
     start = time.perf_counter()
     timings: dict[str, float] = {}
-    data = ctx.unit("corpus", lambda: _corpus(config))
+    data = ctx.unit("corpus", lambda: corpus_data(config))
     state, lib_tiny, tiny = _tiny_arms(config, ctx, data, timings)
     results: dict[str, dict[str, ArmResult]] = {"tiny": tiny}
     pretrained: dict[str, Any] = {}
