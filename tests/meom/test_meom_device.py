@@ -82,7 +82,6 @@ def test_unknown_device_name_is_rejected():
         build_config("meom", "smoke", None, ["device=tpu"])
 
 
-@no_cuda
 def test_the_run_trains_on_the_device_the_runner_hands_it(tmp_path, monkeypatch):
     seen: list[torch.device] = []
 
@@ -91,7 +90,9 @@ def test_the_run_trains_on_the_device_the_runner_hands_it(tmp_path, monkeypatch)
         raise _TrainingStarted
 
     monkeypatch.setattr(experiment, "train_teacher", record_device)
-    config = dataclasses.replace(MEOMConfig.preset("smoke"), device="auto")  # the runner resolves it to the CPU here
+    # the config names cuda but the context holds the CPU: a run that resolved its own device would fail here (no
+    # CUDA) or train on the GPU (CUDA), so seeing the CPU shows the runner's device was used
+    config = dataclasses.replace(MEOMConfig.preset("smoke"), device="cuda")
     with pytest.raises(_TrainingStarted):
         run(config, RunContext(out_dir=tmp_path, seed=0, quiet=True, device=torch.device("cpu")))
     assert seen == [torch.device("cpu")]
