@@ -165,20 +165,15 @@ def _train(config: DNAConfig, train: list):  # noqa: ANN202
 
 def _library(config: DNAConfig, translator, order: list[str], *, repairs: int) -> LibraryResult:  # noqa: ANN001
     from iclr26.dna.corpus import gold_library
-    from iclr26.dna.dsl import expand
     from iclr26.dna.pipeline import learn_library
     from iclr26.dna.validator import Validator
 
     validator = Validator(rlimit=config.z3_rlimit)
     lib, report = learn_library(order, translator, validator, repair_rounds=repairs)
     gold = gold_library().definitions
-    correct = 0
-    for name, d in lib.definitions.items():
-        z = validator._z  # noqa: SLF001 - one query on the validator's own encoding
-        env = z.env(d.params)
-        a = z.formula(expand(d.body, lib.definitions), env)
-        b = z.formula(expand(gold[name].body, gold), env)
-        correct += validator._check(a != b) == "unsat"  # noqa: SLF001
+    correct = sum(
+        validator.same_definition(d, lib.definitions, gold[name], gold) for name, d in lib.definitions.items()
+    )
     return LibraryResult(lib.texts(), list(report.learned), dict(report.dropped), report.calls, report.tokens,
                          correct)  # fmt: skip
 

@@ -236,6 +236,21 @@ class Validator:
         # premises: axioms ⊨ P_c ↔ P_g; conclusions: axioms ∧ P_g ⊨ Q_c ↔ Q_g
         return self._check(p_c != p_g) == "unsat" and self._check(p_g, q_c != q_g) == "unsat"
 
+    def same_definition(
+        self,
+        learned: Definition,
+        library: Mapping[str, Definition],
+        gold: Definition,
+        gold_library: Mapping[str, Definition],
+    ) -> bool:
+        """Whether z3 proves ``learned``'s body (expanded with ``library``) equal to ``gold``'s (expanded with
+        ``gold_library``) for every argument, under the axioms; the parameters align by ``learned``'s names.
+        ``unknown`` counts as not proved."""
+        env = self._z.env(learned.params)
+        a = self._z.formula(expand(learned.body, library), env)
+        b = self._z.formula(expand(gold.body, gold_library), env)
+        return self._check(a != b) == "unsat"
+
     def satisfiable(self, f: Formula, binders: Sequence[tuple[str, str]], library: Mapping[str, Definition]) -> bool:
         """Whether axioms ∧ ``f`` has a model (an abstraction's body that is unsatisfiable is a useless one)."""
         return self._check(self._z.formula(expand(f, library), self._z.env(binders))) != "unsat"
