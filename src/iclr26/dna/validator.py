@@ -211,7 +211,7 @@ class Validator:
         gold_library: Mapping[str, Definition] | None = None,
     ) -> bool:
         """Whether ``candidate`` is semantically equivalent to ``gold`` (module docstring); False if unparsable,
-        ill-typed, bound differently, or z3 cannot prove it within the time limit.
+        ill-typed, bound differently, or z3 cannot prove it within its resource limit (``rlimit``).
 
         Args:
             candidate: the formalization to judge (text or parsed).
