@@ -120,7 +120,7 @@ def _pairs(config: DNAConfig, train: list) -> list:
     """The small translator's parallel corpus (module docstring, step 3)."""
     from iclr26.dna.corpus import CONCEPTS, POOLS, Clause, binders_formal, gold_library
     from iclr26.dna.dsl import expand, parse_statement, render_statement
-    from iclr26.dna.pipeline import gold_clause_target
+    from iclr26.dna.pipeline import decompose_informal, gold_clause_target
     from iclr26.dna.translators import Request
 
     gold = gold_library().definitions
@@ -128,8 +128,6 @@ def _pairs(config: DNAConfig, train: list) -> list:
     for it in train:
         st = parse_statement(it.formal)
         expanded = type(st)(st.binders, expand(st.premises, gold), expand(st.conclusion, gold))
-        from iclr26.dna.pipeline import decompose_informal
-
         tree = decompose_informal(it.informal)
         pairs.append((Request(it.informal, "statement", True), render_statement(st)))
         pairs.append((Request(it.informal, "statement", False), render_statement(expanded)))
