@@ -41,7 +41,6 @@ from iclr26.dna.dsl import (
     conjuncts,
     expand,
     parse_statement,
-    render,
     statement_type_errors,
 )
 
@@ -272,8 +271,3 @@ def _blame(st: Statement, library: Mapping[str, Definition]) -> tuple[tuple[str,
 def equivalent(candidate: str, gold: str, library: Mapping[str, Definition] | None = None) -> bool:
     """One-off :meth:`Validator.equivalent` with a fresh validator (both sides share ``library``)."""
     return Validator().equivalent(candidate, gold, library or {})
-
-
-def formula_text(f: Formula) -> str:
-    """Alias of :func:`~iclr26.dna.dsl.render` for feedback messages."""
-    return render(f)
