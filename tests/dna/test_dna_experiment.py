@@ -64,7 +64,7 @@ def test_an_empty_model_or_held_out_is_refused():
         DNAConfig(held_out=())
 
 
-def test_smoke_record_claim_held_is_a_verdict_word(tmp_path):
+def test_smoke_run_is_inconclusive_on_the_competence_gate(tmp_path):
     from iclr26.runner import run_experiment
 
     summary = run_experiment("dna", DNAConfig.preset("smoke"), scale="smoke", out=tmp_path / "runs", quiet=True)
