@@ -78,6 +78,8 @@ def test_budget_is_one_pass_plus_the_refine_calls():
 
     it = make_item("x", [Clause("onLine", ("a", "l"))], [Clause("notOnLine", ("b", "l"))], "test")
     assert budget_of(it, DNAConfig(refine_calls=2)) == 2 + 1 + 2
+    # SmolLM2's arms take their own refine calls, equal across its four arms
+    assert budget_of(it, DNAConfig(refine_calls=2, pretrained_refine_calls=0), pretrained=True) == 2 + 1
 
 
 def test_smoke_run_on_a_user_data_file(tmp_path):
