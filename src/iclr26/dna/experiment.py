@@ -43,9 +43,8 @@ from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
 from iclr26.dna.config import DNAConfig
+from iclr26.dna.pipeline import ARMS
 from iclr26.dna.verdict import Measurements, compare, verdict
-
-ARMS = ("direct", "abstract", "decompose", "dna")
 
 
 @dataclass(frozen=True)
