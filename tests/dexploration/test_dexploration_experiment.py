@@ -94,4 +94,6 @@ def test_smoke_run_through_the_cli(tmp_path):
         for v, cost in zip(a["success_rate_per_seed"], a["tokens_per_valid_per_seed"], strict=True):
             assert (cost is None) == (v == 0)
     assert "train-explorer-seed0" in rec["units"] and "episodes-trivial_script-seed0" in rec["units"]
-    assert rec["claim_held"] in ("held", "not held", "inconclusive")
+    # Four training steps teach the conjecturer no well-formed statement: the baseline gate must say so.
+    assert rec["evidence"]["gates"]["baseline_writes_statements"]["ctp_wellformed_per_seed"] == [0]
+    assert rec["claim_held"] == "inconclusive" and rec["failed_gates"] == ["baseline_writes_statements"]

@@ -111,6 +111,13 @@ def test_equivalence_uses_each_sides_library(v):
     assert not v.equivalent(text, text, wrong, LIB)
 
 
+def test_same_definition_proves_equal_bodies_and_refutes_a_weaker_one(v):
+    reordered = parse_definition("def segment (a b : Point) (l : Line) := a != b /\\ onLine b l /\\ onLine a l")
+    weaker = parse_definition("def segment (a b : Point) (l : Line) := onLine a l /\\ onLine b l")
+    assert v.same_definition(reordered, {}, LIB["segment"], LIB)
+    assert not v.same_definition(weaker, {}, LIB["segment"], LIB)  # a = b on l satisfies it and not the gold one
+
+
 def test_ill_typed_gold_is_an_error(v):
     with pytest.raises(ValueError, match="gold: the reference formalization is ill-typed"):
         v.equivalent("forall (a b : Point), a = b -> a = b", "forall (a b : Point), onLine a b -> a = b", {})

@@ -108,7 +108,7 @@ class DExplorationConfig(ExperimentConfig):
     )
     staged_arm: bool = opt(True, "also train and run the Staged ablation (paper: 2340 valid vs 2726 interleaved)")
     confidence: float = opt(
-        0.95, "one-sided confidence of the paired lower bounds (fixed before the first run)", gt=0.5, lt=1
+        0.95, "one-sided confidence of the paired lower bounds (convention; fixed before the first run)", gt=0.5, lt=1
     )
     yield_margin: float = opt(
         0.0,
@@ -129,7 +129,8 @@ class DExplorationConfig(ExperimentConfig):
         10,
         "gate: well-formed conjectures Conjecture-then-Prove must write on every "
         "seed within its token budget, so its yield is measured on statements and not "
-        "on syntax errors (fixed before the first run)",
+        "on syntax errors (not in the paper, whose baseline is an LLM that writes statements; our bar, fixed "
+        "before the first run)",
         ge=1,
         le=10**6,
     )

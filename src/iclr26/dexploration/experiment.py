@@ -387,25 +387,26 @@ def _outcome(config: DExplorationConfig, ctx: RunContext, results: dict[str, lis
     """Metrics, plots and the verdict (module docstring, step 5)."""
     metrics = {"arms": {arm: _arm_metrics(rs) for arm, rs in results.items()},
                "final_train_loss": {n: [float(np.mean(x[-10:])) for x in ls] for n, ls in losses.items()}}  # fmt: skip
-    _plot(ctx, results)
+    measured = measurements(results)
+    _plot(ctx, measured)
     notes = (
         "Paired over seeds; a comparison passes when the seed mean exceeds its margin and the one-sided "
         f"{config.confidence:.0%} lower bound exceeds 0. Conjecture-then-Prove resamples until it has spent "
         "DExplorer's sampled tokens of the seed; counts are of distinct statements. Tokens per valid statement are "
         "reported only where an arm has a valid statement."
     )
-    return Outcome.of(verdict(measurements(results), config), metrics=metrics, notes=notes, timings={"wall_s": wall})
+    return Outcome.of(verdict(measured, config), metrics=metrics, notes=notes, timings={"wall_s": wall})
 
 
-def _plot(ctx: RunContext, results: dict[str, list[ArmResult]]) -> None:
+def _plot(ctx: RunContext, m: Measurements) -> None:
     """Distinct valid and distinct non-linear statements per 1,000 sampled tokens per arm (mean and seeds)."""
     fig, axes = figure(2, 1, width=7.0)
-    names = list(results)
-    panels = ((axes[0][0], lambda r: r.distinct_valid, "distinct valid per 1k tokens"),
-              (axes[0][1], lambda r: r.distinct_nonlinear, "distinct non-linear per 1k tokens"))  # fmt: skip
-    for ax, get, title in panels:
+    names = list(m.tokens)
+    panels = ((axes[0][0], m.valid, "distinct valid per 1k tokens"),
+              (axes[0][1], m.nonlinear, "distinct non-linear per 1k tokens"))  # fmt: skip
+    for ax, counts, title in panels:
         for i, arm in enumerate(names):
-            vals = [1000 * get(r) / r.tokens if r.tokens else 0.0 for r in results[arm]]
+            vals = m.per_kilotoken(counts, arm)
             ax.bar(i, float(np.mean(vals)), color=f"C{i}", alpha=0.6)
             ax.scatter([i] * len(vals), vals, color="k", s=8, zorder=3)
         ax.set_xticks(range(len(names)), names, fontsize=7)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from iclr26.dna.dsl import PRIMITIVES, Definition, atoms, definition_type_errors, expand, render
+from iclr26.dna.dsl import PRIMITIVES, Definition, atoms, definition_type_errors, expand
 
 __all__ = [
     "CDG",
@@ -271,8 +271,3 @@ class Library:
     def texts(self) -> list[str]:
         """The definitions as DSL text."""
         return [d.text() for d in self.definitions.values()]
-
-
-def body_text(d: Definition) -> str:
-    """The body of ``d`` as text (for feedback messages)."""
-    return render(d.body)

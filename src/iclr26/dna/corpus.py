@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from iclr26.dna.concepts import ConceptAnalysis, Library
-from iclr26.dna.dsl import AND, PRIMITIVES, Statement, atoms, parse_formula, parse_statement, statement_type_errors
+from iclr26.dna.dsl import AND, Statement, atoms, parse_formula, parse_statement, statement_type_errors
 
 __all__ = ["CONCEPTS", "LITERALS", "Clause", "Item", "gold_library", "generate_corpus", "load_jsonl", "save_jsonl"]
 
@@ -374,8 +374,3 @@ def load_jsonl(path: str | Path) -> list[Item]:
     if not items:
         raise ValueError(f"{path.name}: no statements")
     return items
-
-
-def primitive_names() -> tuple[str, ...]:
-    """The DSL's primitives (for prompts)."""
-    return tuple(PRIMITIVES)

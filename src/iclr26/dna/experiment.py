@@ -43,9 +43,8 @@ from iclr26.common.experiment import Experiment, Outcome, RunContext
 from iclr26.common.plots import figure
 from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
 from iclr26.dna.config import DNAConfig
+from iclr26.dna.pipeline import ARMS
 from iclr26.dna.verdict import Measurements, compare, verdict
-
-ARMS = ("direct", "abstract", "decompose", "dna")
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,7 @@ def _pairs(config: DNAConfig, train: list) -> list:
     """The small translator's parallel corpus (module docstring, step 3)."""
     from iclr26.dna.corpus import CONCEPTS, POOLS, Clause, binders_formal, gold_library
     from iclr26.dna.dsl import expand, parse_statement, render_statement
-    from iclr26.dna.pipeline import gold_clause_target
+    from iclr26.dna.pipeline import decompose_informal, gold_clause_target
     from iclr26.dna.translators import Request
 
     gold = gold_library().definitions
@@ -128,8 +127,6 @@ def _pairs(config: DNAConfig, train: list) -> list:
     for it in train:
         st = parse_statement(it.formal)
         expanded = type(st)(st.binders, expand(st.premises, gold), expand(st.conclusion, gold))
-        from iclr26.dna.pipeline import decompose_informal
-
         tree = decompose_informal(it.informal)
         pairs.append((Request(it.informal, "statement", True), render_statement(st)))
         pairs.append((Request(it.informal, "statement", False), render_statement(expanded)))
@@ -165,20 +162,15 @@ def _train(config: DNAConfig, train: list):  # noqa: ANN202
 
 def _library(config: DNAConfig, translator, order: list[str], *, repairs: int) -> LibraryResult:  # noqa: ANN001
     from iclr26.dna.corpus import gold_library
-    from iclr26.dna.dsl import expand
     from iclr26.dna.pipeline import learn_library
     from iclr26.dna.validator import Validator
 
     validator = Validator(rlimit=config.z3_rlimit)
     lib, report = learn_library(order, translator, validator, repair_rounds=repairs)
     gold = gold_library().definitions
-    correct = 0
-    for name, d in lib.definitions.items():
-        z = validator._z  # noqa: SLF001 - one query on the validator's own encoding
-        env = z.env(d.params)
-        a = z.formula(expand(d.body, lib.definitions), env)
-        b = z.formula(expand(gold[name].body, gold), env)
-        correct += validator._check(a != b) == "unsat"  # noqa: SLF001
+    correct = sum(
+        validator.same_definition(d, lib.definitions, gold[name], gold) for name, d in lib.definitions.items()
+    )
     return LibraryResult(lib.texts(), list(report.learned), dict(report.dropped), report.calls, report.tokens,
                          correct)  # fmt: skip
 

@@ -41,7 +41,6 @@ from iclr26.dna.dsl import (
     conjuncts,
     expand,
     parse_statement,
-    render,
     statement_type_errors,
 )
 
@@ -211,7 +210,7 @@ class Validator:
         gold_library: Mapping[str, Definition] | None = None,
     ) -> bool:
         """Whether ``candidate`` is semantically equivalent to ``gold`` (module docstring); False if unparsable,
-        ill-typed, bound differently, or z3 cannot prove it within the time limit.
+        ill-typed, bound differently, or z3 cannot prove it within its resource limit (``rlimit``).
 
         Args:
             candidate: the formalization to judge (text or parsed).
@@ -236,6 +235,21 @@ class Validator:
         # premises: axioms ⊨ P_c ↔ P_g; conclusions: axioms ∧ P_g ⊨ Q_c ↔ Q_g
         return self._check(p_c != p_g) == "unsat" and self._check(p_g, q_c != q_g) == "unsat"
 
+    def same_definition(
+        self,
+        learned: Definition,
+        library: Mapping[str, Definition],
+        gold: Definition,
+        gold_library: Mapping[str, Definition],
+    ) -> bool:
+        """Whether z3 proves ``learned``'s body (expanded with ``library``) equal to ``gold``'s (expanded with
+        ``gold_library``) for every argument, under the axioms; the parameters align by ``learned``'s names.
+        ``unknown`` counts as not proved."""
+        env = self._z.env(learned.params)
+        a = self._z.formula(expand(learned.body, library), env)
+        b = self._z.formula(expand(gold.body, gold_library), env)
+        return self._check(a != b) == "unsat"
+
     def satisfiable(self, f: Formula, binders: Sequence[tuple[str, str]], library: Mapping[str, Definition]) -> bool:
         """Whether axioms ∧ ``f`` has a model (an abstraction's body that is unsatisfiable is a useless one)."""
         return self._check(self._z.formula(expand(f, library), self._z.env(binders))) != "unsat"
@@ -257,8 +271,3 @@ def _blame(st: Statement, library: Mapping[str, Definition]) -> tuple[tuple[str,
 def equivalent(candidate: str, gold: str, library: Mapping[str, Definition] | None = None) -> bool:
     """One-off :meth:`Validator.equivalent` with a fresh validator (both sides share ``library``)."""
     return Validator().equivalent(candidate, gold, library or {})
-
-
-def formula_text(f: Formula) -> str:
-    """Alias of :func:`~iclr26.dna.dsl.render` for feedback messages."""
-    return render(f)
