@@ -339,3 +339,27 @@ def test_the_teacher_sees_every_training_image_and_the_students_the_subset(tmp_p
     plt.close("all")
     assert config.n_student_train == 100 and seen == {"teacher": 400, **{arm: 100 for arm in config.arms}}
     assert out.claim_held == "inconclusive"  # one seed
+
+
+def test_the_verdict_reads_each_arm_in_percent(tmp_path):
+    # five seeds, T = 2; fractions in [0, 1] as train_student returns them. TWD(0.5) is the stronger TWD; MEOM is
+    # 1 pp above it at both t, TWD+TMPD 1 pp above the softened teacher, CE 2 pp below TWD(0.5): held. Were an arm
+    # read in place of another, or the fractions not turned into percent, the numbers below would differ
+    spread = (0.0, 0.002, -0.002, 0.001, -0.001)
+    base = [0.60, 0.62]
+
+    def arm(gain: float) -> list[ArmResult]:
+        return [_fake([a + gain + e for a in base]) for e in spread]
+
+    results = {"ce": arm(-0.02), "twd": arm(-0.005), "twd-w0.5": arm(0.0), "twd-soft": arm(0.0),
+               "twd+tmpd": arm(0.01), "twd+tpd": arm(0.0), "meom": arm(0.01)}  # fmt: skip
+    config = MEOMConfig(timesteps=2, n_seeds=5)
+    out = experiment._outcome(config, RunContext(out_dir=tmp_path, seed=0, quiet=True), results, [0.9] * 5)
+    plt.close("all")
+    assert out.claim_held == "held", out.measurement
+    assert out.evidence["twd_arm"] == "twd-w0.5"
+    np.testing.assert_allclose(out.evidence["meom_minus_twd_by_t"]["mean"], [1.0, 1.0], atol=1e-9)
+    assert out.evidence["gates"]["distillation_helps"]["twd_minus_ce_full_T"]["mean"] == pytest.approx(2.0)
+    assert out.evidence["twd+tmpd_minus_twd-soft_full_T"]["mean"] == pytest.approx(1.0)
+    assert out.evidence["acc_full_T"]["meom"] == pytest.approx(63.0)
+    assert out.evidence["teacher_acc"] == pytest.approx(90.0)

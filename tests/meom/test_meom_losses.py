@@ -324,4 +324,6 @@ def test_meom_rejects_targets_out_of_range_naming_the_argument(targets, pattern)
 def test_meom_accepts_the_largest_class_index():
     # C - 1 = 9 is a valid class: the range check is [0, C), not [0, C - 1)
     out = meom_loss(STUDENT, FEATS, HEAD, torch.full((8,), 9))
+    # L_CE is the mean over (t, b) of -log softmax(z^S_t[b])[9], the class taken as given
+    torch.testing.assert_close(out.ce, -torch.log_softmax(STUDENT, dim=-1)[..., 9].mean())
     assert torch.isfinite(out.total)

@@ -11,7 +11,7 @@ import torch
 from iclr26 import cli
 from iclr26.common.config import ConfigError
 from iclr26.sthhol.config import STHHOLConfig
-from iclr26.sthhol.experiment import historical_average
+from iclr26.sthhol.experiment import ArmRun, Streams, historical_average, measure
 from iclr26.sthhol.model import STHHOL, sthhol_loss
 
 
@@ -87,7 +87,11 @@ def test_bad_data_exits_2_and_writes_nothing(tmp_path, capsys):
 
 def test_smoke_run(smoke):
     record = smoke("sthhol")
-    assert len(record["units"]) >= 2
+    assert record["units"] == [f"main-{a}-seed0" for a in ("sthhol", "nolevel1", "randllm", "gru")] + [
+        f"control-{a}-seed0" for a in ("sthhol", "nolevel1")
+    ]
+    # one seed gives no lower bound: the drift-room gate cannot pass
+    assert record["claim_held"] == "inconclusive" and "drift_leaves_room" in record["failed_gates"]
     evidence = record["evidence"]
     assert set(evidence["thresholds"]) == {"drift_effect_margin", "context_margin", "confidence"}
     assert all(t["source"] for t in evidence["thresholds"].values())
@@ -111,3 +115,52 @@ def test_smoke_run_on_official_format_data(smoke, tmp_path):
     assert "drift_leaves_room" not in record["evidence"]["gates"]
     assert "nolevel1" not in record["metrics"]["arms"]["main"]
     assert len(record["metrics"]["arms"]["main"]["online"]["daily_mae"]) == 50 - 12  # 50 days, warm-up 12
+
+
+def _streams(drift_day, *, randllm_frozen_unchanged=True):
+    """Six streamed days (warm-up 10 days), one region and category, every truth 0: an MAE is the mean prediction."""
+
+    def run(online, offline=None, frozen=True):
+        as_days = lambda v: None if v is None else np.asarray(v, dtype=float).reshape(6, 1, 1)  # noqa: E731
+        return ArmRun(as_days(online), as_days(offline), [], frozen)
+
+    zeros = [np.zeros((6, 1, 1))]
+    return Streams(
+        results={
+            "main": {
+                "sthhol": [run([1, 1, 1, 0.5, 0.5, 0.5], offline=[1, 1, 1, 2, 2, 2])],
+                "nolevel1": [run([2] * 6)],
+                "randllm": [run([1] * 6, frozen=randllm_frozen_unchanged)],
+                "gru": [run([9] * 6, frozen=None)],
+            },
+            "control": {"sthhol": [run([3, 3, 3, 1, 1, 1], offline=[3, 3, 3, 4, 4, 4])], "nolevel1": [run([5] * 6)]},
+        },
+        truths={"main": zeros, "control": zeros},
+        ha={"main": zeros, "control": zeros},
+        expected={"main": [np.full((6, 1, 1), 0.25)], "control": [None]},
+        warm={"main": 10, "control": 10},
+        drift_day=drift_day,
+    )
+
+
+def test_measure_judges_the_days_from_the_first_drift_on():
+    # the drift at day 13 is streamed day 3 (warm-up 10): days 3..5 are judged, days 0..2 come before it
+    m = measure(STHHOLConfig(), _streams(13))
+    assert m.drift_known
+    assert (m.main_offline, m.main_online) == (pytest.approx([2.0]), pytest.approx([0.5]))
+    assert (m.control_offline, m.control_online) == (pytest.approx([4.0]), pytest.approx([1.0]))
+    # the warm-up model's MAE above the expected counts' (0.25): 1 - 0.25 before the drift, 2 - 0.25 after it
+    assert (m.excess_pre, m.excess_post) == (pytest.approx([0.75]), pytest.approx([1.75]))
+    # level one and the PF-LLM ablation over every streamed day; the GRU is not part of the verdict
+    assert m.main_full == {"sthhol": pytest.approx([0.75]), "nolevel1": pytest.approx([2.0]),
+                           "randllm": pytest.approx([1.0])}  # fmt: skip
+    assert m.control_full == {"sthhol": pytest.approx([2.0]), "nolevel1": pytest.approx([5.0])}
+    assert m.frozen_mlp_intact  # the GRU has no PF-LLM (None) and does not count against it
+    assert not measure(STHHOLConfig(), _streams(13, randllm_frozen_unchanged=False)).frozen_mlp_intact
+
+
+def test_measure_judges_every_streamed_day_without_a_drift_point():
+    m = measure(STHHOLConfig(), _streams(None))
+    assert not m.drift_known and m.excess_pre is None and m.excess_post is None
+    assert (m.main_offline, m.main_online) == (pytest.approx([1.5]), pytest.approx([0.75]))
+    assert (m.control_offline, m.control_online) == (pytest.approx([3.5]), pytest.approx([2.0]))

@@ -59,11 +59,19 @@ def test_level_one_hand_value_with_unit_contribution():
     assert e.item() == pytest.approx(3.0, rel=1e-6)
 
 
-def test_level_two_shape_and_gradient_reaches_the_incidence():
+def test_level_two_is_a_residual_convolution_over_the_learned_incidence_and_trains_it():
     layer = CooccurrenceHypergraph(6, 4, 3, generator=torch.Generator().manual_seed(0))
-    out = layer(torch.randn(2, 3, 2, 3))
-    assert out.shape == (2, 3, 2, 3)
-    out.sum().backward()
+    x = torch.randn(2, 3, 2, 3, generator=torch.Generator().manual_seed(1))  # (B, N, C, D), N*C = 6 nodes
+    with torch.no_grad():  # W = I, no bias: x̂ = x̃ + GELU(D_v^-1 H D_e^-1 H^T x̃), H = softplus(Θ_o)^T
+        layer.proj.weight.copy_(torch.eye(3))
+        layer.proj.bias.zero_()
+    conv = hypergraph_conv(x.reshape(2, 6, 3), torch.nn.functional.softplus(layer.theta_o).T).reshape(x.shape)
+    torch.testing.assert_close(layer(x), x + torch.nn.functional.gelu(conv))
+    # the nodes share hyperedges: changing node (region 0, category 0) moves the outputs of the other regions
+    moved = x.clone()
+    moved[:, 0, 0] += 1.0
+    assert (layer(moved) - layer(x))[:, 1:].abs().amin(dim=-1).gt(0).all()
+    layer(x).sum().backward()
     assert layer.theta_o.grad is not None and layer.theta_o.grad.abs().sum() > 0
 
 

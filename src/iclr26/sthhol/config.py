@@ -68,8 +68,8 @@ class STHHOLConfig(ExperimentConfig):
     reg_e: float = opt(0.1, "lambda_e on mean(Theta_e^2) (summary: 0.1 on ||Theta_e||^2)", ge=0, le=1e3)
     reg_o: float = opt(0.1, "lambda_o on mean(Theta_o^2) (summary: 0.1 on ||Theta_o||^2)", ge=0, le=1e3)
     gru_hidden: int = opt(32, "GRU baseline hidden size (not in the paper)", ge=1, le=4096)
-    confidence: float = opt(0.95, "one-sided confidence of the paired lower bounds (fixed before the first run)",
-                            gt=0.5, lt=1)  # fmt: skip
+    confidence: float = opt(0.95, "one-sided confidence of the paired lower bounds (source: convention, 95%; fixed "
+                            "before the first run)", gt=0.5, lt=1)  # fmt: skip
     drift_effect_margin: float = opt(
         0.03,
         "the drift effect: relative MAE reduction of online over offline on the main city minus the same on the "

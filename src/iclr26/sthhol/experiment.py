@@ -267,7 +267,9 @@ def _arms_metrics(s: Streams) -> dict[str, Any]:
     return arms_metrics
 
 
-def _plot(ctx: RunContext, arms_metrics: dict, drift_day: int | None, warm: dict[str, int], config) -> None:  # noqa: ANN001
+def _plot(
+    ctx: RunContext, arms_metrics: dict, drift_day: int | None, warm: dict[str, int], config: STHHOLConfig
+) -> None:
     """Daily MAE of every arm around the drift days (main city) and on the control city."""
     fig, axes = figure(2, 1, width=6.0)
     for ax, city in zip(axes[0], ("main", "control"), strict=True):

@@ -8,7 +8,9 @@ Both levels are the degree-normalised hypergraph convolution
 
     X' = D_v^{-1} H W D_e^{-1} H^T X,     D_v = diag(H w),  D_e = diag(1^T H),
 
-with a non-negative incidence ``H`` (nodes × hyperedges) and hyperedge weights ``w`` (all 1 here).
+with a non-negative incidence ``H`` (nodes × hyperedges) and hyperedge weights ``w`` (all 1 here). The summary says
+only "degree-normalised"; this is the row-normalised (random-walk) form, where HGNN (Feng et al., AAAI 2019) uses the
+symmetric D_v^{-1/2} H W D_e^{-1} H^T D_v^{-1/2} (README: Deviations).
 
 1. **Level one, heterogeneous** (:class:`ContextHypergraph`): one hyperedge per (region n, category c) joins the
    crime node x_{n,c} (weight 1) with the region's context nodes s_{n,m} (weights a_{c,m} = softplus(Θ_e[c, m]),

@@ -48,7 +48,8 @@ class PartiallyFrozenLLM(nn.Module):
         self.rotary = rotary
         self.hidden_size = hidden_size
         for name, p in self.named_parameters():
-            # PF-LLM: feed-forward frozen, attention and norms trained (the ablation's best partial freezing)
+            # PF-LLM: feed-forward frozen, attention and norms trained (third-party summary [unverified]; the
+            # abstract: attention adapted, pre-trained priors kept)
             p.requires_grad_(not is_frozen_parameter(name))
 
     @classmethod
