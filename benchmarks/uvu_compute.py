@@ -6,7 +6,7 @@ script builds UVU, ensembles of the given sizes and RND with the same networks a
 (methods interleaved round by round), and prints the median and minimum times and the ratio to the largest ensemble,
 next to the counted multiply-adds per transition (:mod:`iclr26.uvu.cost`). ``iclr26 run uvu`` records its own
 training times in its ``timings``; its verdict uses the counted cost, because the CPU-time ratio of identical runs
-moved between 0.64 and 1.21 on a shared machine.
+moved (0.18 and 0.23 in ``runs/uvu/2026-12-02T16-24-29.441334Z`` and ``2026-12-02T17-21-03.948852Z``).
 
 Usage::
 

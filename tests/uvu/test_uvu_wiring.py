@@ -106,7 +106,14 @@ def test_every_uncertainty_method_gets_the_same_architecture_and_budget(tmp_path
         assert (s["steps"], s["lr"], s["batch_size"]) == (config.pe_steps, config.lr, config.batch_size)
         assert s["world"] is ctx.world
     uvu, rnd = seen[0]["model"], seen[-1]["model"]
-    member = seen[1]["model"].signature()
     assert uvu.online.widths[1:-1] == rnd.predictor.widths[1:-1] == config.pe_hidden
     assert uvu.online.widths[-1] == rnd.predictor.widths[-1] == config.uvu_heads
-    assert member["outputs"] == 2  # ensemble-2: two one-head members
+    # every ensemble: the configured number of members, each UVU's torso with one head (same inputs, same hidden)
+    one_head = UniversalMLP(
+        uvu.online.state_dim, uvu.online.task_dim, num_actions=uvu.online.num_actions, hidden=config.pe_hidden
+    )
+    ensembles = [s["model"] for s in seen[1:-1]]
+    assert [e.size for e in ensembles] == list(config.ensemble_sizes)
+    for e in ensembles:
+        assert e.signature() == {**one_head.signature(), "outputs": e.size}
+        assert e.member_parameters() == sum(p.numel() for p in one_head.parameters())

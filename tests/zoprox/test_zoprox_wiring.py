@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from iclr26.zoprox import studies
 from iclr26.zoprox.studies import lasso_study
 from iclr26.zoprox.targets import gaussian_lasso_mixture
 
@@ -27,8 +28,22 @@ def _study(seed: int):
     )
 
 
-def test_the_interacting_arm_and_its_control_differ_only_in_the_interaction():
+def test_the_interacting_arm_and_its_control_differ_only_in_the_interaction(monkeypatch):
+    calls = []
+    real_sample = studies.sample
+
+    def record(potential, x0, *args, generator, **kwargs):
+        calls.append({"x0": x0.clone(), "args": args, "rng": generator.get_state(), **kwargs})
+        return real_sample(potential, x0, *args, generator=generator, **kwargs)
+
+    monkeypatch.setattr(studies, "sample", record)
     study = _study(0)
+    arm, control = calls
+    assert arm.pop("interacting") is True and control.pop("interacting") is False
+    arm.pop("progress"), control.pop("progress")  # a label for the progress bar
+    # the same start points, sizes, step, sub-steps, dtype and random stream
+    assert torch.equal(arm.pop("x0"), control.pop("x0")) and torch.equal(arm.pop("rng"), control.pop("rng"))
+    assert arm == control
     zod, ind = study.curves["zod"], study.curves["zod_independent"]
     # same iterations and the same oracle queries at each KL window (same start, step, M, T and budget) ...
     assert zod.iters == ind.iters and zod.queries == ind.queries

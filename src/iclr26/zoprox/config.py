@@ -33,8 +33,9 @@ class ZOProxConfig(ExperimentConfig):
     # §5.1 Gaussian–Lasso mixture
     n_seeds: int = opt(
         3,
-        "seeds of the Gaussian-Lasso study, each running all three samplers from its own start (the paper reports one "
-        "run; three is what fits the 10 CPU-minute budget with the other studies); the verdict is paired over them",
+        "seeds of the Gaussian-Lasso study, each running all three samplers from its own start (the paper's figure "
+        "is the mean of 10 seeds; three is what fits the 10 CPU-minute budget with the other studies); the verdict is "
+        "paired over them",
         ge=1,
         le=100,
     )
