@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from iclr26.common.experiment import Experiment, Outcome, RunContext
-from iclr26.common.seeding import derive_seed, torch_generator
+from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
 from iclr26.rlaf import plots
 from iclr26.rlaf.cnf import CNF
 from iclr26.rlaf.config import RLAFConfig, subfolders, user_formulas
@@ -163,7 +163,7 @@ def _train_rlaf(
         tasks = [SolveTask(c, g, max_conflicts=config.max_conflicts) for c, g in zip(val_cnfs, guidance, strict=True)]
         return _mean_decisions(pool.map(tasks))
 
-    rng = np.random.default_rng(derive_seed(seed, "batches"))
+    rng = numpy_rng(derive_seed(seed, "batches"))
     history: dict[str, list[float]] = {
         "val_iteration": [0.0],
         "val_decisions": [validate()],
