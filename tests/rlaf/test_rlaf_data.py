@@ -133,5 +133,9 @@ def test_a_folder_of_satlib_style_families_is_reported_per_sub_folder(tmp_path):
     assert set(groups) == {"uf4", "uuf4"}
     assert set(groups["uf4"]) == {"degree", "supervised", "rlaf", "shuffled"}
     assert all(r > 0 for g in groups.values() for r in g.values())
+    # each sub-folder's own ratio: the pooled one is their mix weighted by the unguided decisions, so it lies
+    # strictly between them when they differ (the degree rule costs the unsatisfiable family more), never a copy
+    low, high = sorted(g["degree"] for g in groups.values())
+    assert low < record["evidence"]["degree_over_unguided_cdcl"]["3sat/data"] < high
     assert set(record["evidence"]["rlaf_over_unguided_cdcl"]) == {"3sat/data"}  # the pooled ratio stays
     assert "3sat/data by sub-folder: uf4 " in record["measurement"]

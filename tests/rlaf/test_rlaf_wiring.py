@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from iclr26.rlaf import RLAFPolicy, guided_solve, random_3sat, shuffled_guidance, solve
+from iclr26.rlaf import Guidance, RLAFPolicy, guided_solve, random_3sat, shuffled_guidance, solve
 
 
 def _moved_policy(seed: int) -> RLAFPolicy:
@@ -40,6 +40,13 @@ def test_the_shuffled_control_keeps_the_values_and_moves_them_between_variables(
     np.testing.assert_array_equal(np.sort(control.weight), np.sort(guidance.weight))
     assert control.polarity.sum() == guidance.polarity.sum()
     assert not np.array_equal(control.weight, guidance.weight)
+    # one permutation moves each variable's (weight, polarity) pair together: with mixed polarities (the moved
+    # policy above gives one polarity to all) and distinct weights, the pairs survive as a multiset
+    mixed = Guidance(polarity=np.arange(40) % 3 == 0, weight=1.0 + 0.01 * np.arange(40))
+    shuffled = shuffled_guidance(mixed, seed=7)
+    assert not np.array_equal(shuffled.polarity, mixed.polarity)
+    pairs = sorted(zip(mixed.weight.tolist(), mixed.polarity.tolist(), strict=True))
+    assert sorted(zip(shuffled.weight.tolist(), shuffled.polarity.tolist(), strict=True)) == pairs
     again = shuffled_guidance(guidance, seed=7)
     np.testing.assert_array_equal(again.weight, control.weight)  # deterministic under the seed
     np.testing.assert_array_equal(again.polarity, control.polarity)

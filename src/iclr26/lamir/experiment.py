@@ -420,7 +420,7 @@ def _evaluate_model(
         )
 
     def opponent(seat: int, seed: int) -> Any:
-        return PolicyBot(seat, np.random.default_rng(seed), base_policy)
+        return PolicyBot(seat, numpy_rng(seed), base_policy)
 
     match = play_match(
         game, agent, opponent, games=config.match_games, seed=derive_seed(config.seed, "match", name, setup.replicate)

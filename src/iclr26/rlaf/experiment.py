@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from iclr26.common.experiment import Experiment, Outcome, RunContext
-from iclr26.common.seeding import derive_seed, torch_generator
+from iclr26.common.seeding import derive_seed, numpy_rng, torch_generator
 from iclr26.rlaf import plots
 from iclr26.rlaf.cnf import CNF
 from iclr26.rlaf.config import RLAFConfig, subfolders, user_formulas
@@ -163,7 +163,7 @@ def _train_rlaf(
         tasks = [SolveTask(c, g, max_conflicts=config.max_conflicts) for c, g in zip(val_cnfs, guidance, strict=True)]
         return _mean_decisions(pool.map(tasks))
 
-    rng = np.random.default_rng(derive_seed(seed, "batches"))
+    rng = numpy_rng(derive_seed(seed, "batches"))
     history: dict[str, list[float]] = {
         "val_iteration": [0.0],
         "val_decisions": [validate()],
@@ -310,11 +310,12 @@ def _record(
     for method, res in by_method.items():
         entry = rows.setdefault(method, {k: [] for k in _STATISTICS})
         decisions = [r.decisions for r in res]
-        entry["mean"].append(float(np.mean(decisions)))
+        mean = _mean_decisions(res)
+        entry["mean"].append(mean)
         entry["median"].append(float(np.median(decisions)))
         entry["conflicts"].append(float(np.mean([r.conflicts for r in res])))
         entry["propagations"].append(float(np.mean([r.propagations for r in res])))
-        entry["ratio"].append(float(np.mean(decisions)) / max(base, 1e-9))
+        entry["ratio"].append(mean / max(base, 1e-9))
         entry["unknown"].append(sum(r.status == "UNKNOWN" for r in res))
         timing = times.setdefault(method, {k: [] for k in _TIMINGS})
         timing["wall_s"].append(float(np.mean([r.wall_time_s for r in res])))
@@ -514,14 +515,10 @@ def run(config: RLAFConfig, ctx: RunContext) -> Outcome:
     )
 
 
-def _seed_mean(values: list[float]) -> float:
-    return float(statistics.fmean(values))
-
-
 def _ratio_summary(families: dict[str, _FamilyResults]) -> dict[str, float]:
     """``"<family>/<set>/<solver>/<method>"`` → the seed-mean ratio to the unguided solver's mean decisions."""
     return {
-        f"{family}/{size}/{solver}/{method}": _seed_mean(by_method[method]["ratio"])
+        f"{family}/{size}/{solver}/{method}": statistics.fmean(by_method[method]["ratio"])
         for family, r in families.items()
         for size, by_solver in r.rows.items()
         for solver, by_method in by_solver.items()
@@ -541,7 +538,7 @@ def _metrics(families: dict[str, _FamilyResults], summary: dict[str, float]) -> 
         "hard_cdcl": {
             f"{f}-{label}": {
                 "rlaf_over_unguided_mean_decisions": h["decision_ratio"],
-                "mean_over_seeds": _seed_mean(h["decision_ratio"]),
+                "mean_over_seeds": statistics.fmean(h["decision_ratio"]),
                 "rlaf_unknown": h["unknown"],
                 "unguided_unknown": h["unguided_unknown"],
                 "formulas": len(h["unguided_s"]),
