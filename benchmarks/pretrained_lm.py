@@ -93,15 +93,18 @@ def log(msg: str) -> None:
 
 @contextlib.contextmanager
 def previous_path() -> Iterator[None]:
-    """Inside: ``logits_to_keep`` is passed as an int, as this package did before (a strided projection input)."""
+    """Inside: the package's earlier path: ``logits_to_keep`` passed as an int (a strided projection input) and the
+    model's own attention (``sdpa``) in every forward."""
     from iclr26.common.pretrained import model, scoring
 
-    saved = scoring.logits_to_keep
+    saved = scoring.logits_to_keep, scoring.scoring_attention
     scoring.logits_to_keep = model.logits_to_keep = lambda net, length, count: count
+    scoring.scoring_attention = lambda net: contextlib.nullcontext()
     try:
         yield
     finally:
-        scoring.logits_to_keep = model.logits_to_keep = saved
+        scoring.logits_to_keep = model.logits_to_keep = saved[0]
+        scoring.scoring_attention = saved[1]
 
 
 def paired(contenders: dict[str, Callable[[], None]], rounds: int, warmup: int) -> dict[str, list[float]]:
@@ -187,9 +190,12 @@ def scoring_task(lm: object) -> dict[str, Callable[[], None]]:
         return torch.stack(totals)
 
     a, b, c = ours(), previous(), plain()
-    if not torch.equal(a, b):
-        raise AssertionError("the index-tensor and int logits_to_keep paths give different log-probs")
-    torch.testing.assert_close(a, c, atol=1e-2 if lm.dtype == "bfloat16" else 1e-4, rtol=1e-3)
+    if lm.dtype == "float32" and not torch.equal(a, b):
+        raise AssertionError("in float32 the package's path and its earlier one give different log-probs")
+    # bfloat16: eager and flash attention round differently; the documented bound against float32 is 2% per reply
+    rtol = 0.02 if lm.dtype == "bfloat16" else 1e-5
+    torch.testing.assert_close(a, b, atol=0.0, rtol=rtol)
+    torch.testing.assert_close(a, c, atol=1e-4, rtol=rtol)
     return {"ours": ours, "previous path": previous, "transformers": plain}
 
 

@@ -11,19 +11,25 @@ bit-identical log-probs. A float32 model keeps the int: the batched multiply's f
 bits from the contiguous multiply's for short micro-batches, so the index tensor would change float32 training
 results, which stay bit for bit as they were (float32 is not the default, and gains less from the index tensor).
 
+For the same reason of speed, a half-precision model on the CPU runs these forwards with ``transformers``' eager
+attention (:func:`scoring_attention`): at the lengths scored here the backward of torch's CPU flash-attention kernel
+takes several times the eager one, and its forward is no faster. Eager attention takes the softmax in float32, so
+the log-probs stay within the bfloat16 tolerance against float32; generation keeps the model's own attention.
+
 Shape glossary: ``N`` sequences, ``n`` sequences of one micro-batch, ``T`` completion tokens (the longest),
 ``L`` packed length, ``V`` vocabulary, ``D`` width.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["TokenLogprobs", "completion_token_logprobs", "logits_to_keep", "pack_left"]
+__all__ = ["TokenLogprobs", "completion_token_logprobs", "logits_to_keep", "pack_left", "scoring_attention"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,24 @@ def logits_to_keep(model: nn.Module, length: int, count: int) -> int | Tensor:
     return torch.arange(length - count, length, device=param.device)
 
 
+@contextmanager
+def scoring_attention(model: nn.Module) -> Iterator[None]:
+    """Inside: a ``transformers`` model (also under ``peft`` or a data-parallel wrapper) in half precision on the
+    CPU attends eagerly (see the module docstring); any other model keeps its attention implementation."""
+    param = next(model.parameters())
+    # the outermost transformers model; its set_attn_implementation reaches the inner models
+    net = next((m for m in model.modules() if hasattr(m, "set_attn_implementation")), None)
+    if net is None or param.dtype == torch.float32 or param.device.type != "cpu":
+        yield
+        return
+    saved = net.config._attn_implementation
+    net.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        net.set_attn_implementation(saved)
+
+
 def completion_token_logprobs(
     model: nn.Module,
     prompt_ids: Sequence[Sequence[int]],
@@ -126,7 +150,8 @@ def completion_token_logprobs(
         )
         # the last T_mb + 1 positions: position j predicts token j + 1
         keep = logits_to_keep(model, ids.shape[1], t_mb + 1)
-        logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=keep).logits
+        with scoring_attention(model):
+            logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=keep).logits
         logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)  # (n, T_mb, V)
         right = logp.gather(-1, ids[:, -t_mb:, None]).squeeze(-1)  # (n, T_mb), completion i on its last c_i columns
         mb_lengths = lengths[rows.start : rows.stop].to(device)
