@@ -199,6 +199,38 @@ def scoring_task(lm: object) -> dict[str, Callable[[], None]]:
     return {"ours": ours, "previous path": previous, "transformers": plain}
 
 
+def scoring_arithmetic(lm: object, seconds: float) -> str:
+    """How close scoring runs to this core's matrix-multiply speed: the FLOPs of one round (every linear layer and
+    the attention products over the padded micro-batches, the output layer over the kept positions) and the time
+    they would take at the rate of one large matmul of the MLP's shape in the model's dtype."""
+    from iclr26.common.pretrained.scoring import pack_left
+
+    net, config = lm.model, lm.model.config
+    prompt_ids, reply_ids = lm.encode_prompts(PROMPTS), lm.encode_completions(REPLIES, add_eos=True)
+    linear = sum(m.in_features * m.out_features for m in net.modules() if isinstance(m, torch.nn.Linear))
+    head = config.hidden_size * config.vocab_size
+    flops = 0
+    for s in range(0, len(prompt_ids), 16):
+        rows = [a + b for a, b in zip(prompt_ids[s : s + 16], reply_ids[s : s + 16], strict=True)]
+        n, length = pack_left(rows, lm.pad_token_id, torch.device("cpu"))[0].shape
+        kept = max(len(c) for c in reply_ids[s : s + 16]) + 1
+        attention = 4 * config.num_attention_heads * length * length * config.head_dim * config.num_hidden_layers
+        flops += 2 * n * length * (linear - head) + n * attention + 2 * n * kept * head
+    x = torch.randn(n * length, config.hidden_size, dtype=next(net.parameters()).dtype)
+    w = torch.randn(config.intermediate_size, config.hidden_size, dtype=x.dtype)
+    times = []
+    for _ in range(6):
+        start = CLOCK()
+        torch.nn.functional.linear(x, w)
+        times.append(CLOCK() - start)
+    rate = 2 * x.shape[0] * w.shape[0] * w.shape[1] / statistics.median(times[1:])
+    return (
+        f"    arithmetic: {flops / 1e9:.0f} GFLOP per round, ours {flops / seconds / 1e9:.0f} GFLOP/s; one "
+        f"{x.shape[0]}x{w.shape[1]} @ {w.shape[1]}x{w.shape[0]} matmul runs at {rate / 1e9:.0f} GFLOP/s, at which "
+        f"a round would take {flops / rate:.3f} s (ours / that: {seconds * rate / flops:.2f})"
+    )
+
+
 def lora_step_task(lm: object) -> tuple[dict[str, Callable[[], None]], int]:
     from iclr26.common.pretrained import sft_step
     from iclr26.common.pretrained.scoring import pack_left
@@ -281,6 +313,7 @@ def main() -> None:
             log(f"[{dtype}] scoring")
             times = paired(scoring_task(lm), args.rounds, args.warmup)
             print("\n".join(summary("scoring, 32 pairs", times)))
+            print(scoring_arithmetic(lm, statistics.median(times["ours"])))
         if "lora_step" in tasks:
             log(f"[{dtype}] LoRA step")
             step_lm = add_lora(load(dtype), r=8, alpha=16.0)

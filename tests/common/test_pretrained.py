@@ -113,32 +113,32 @@ def test_bfloat16_output_projection_runs_on_a_contiguous_input(dtype):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
-def test_half_precision_scoring_attends_eagerly_on_the_cpu(dtype):
-    # bfloat16 on the CPU: scoring and training forwards run eager attention (its backward is far cheaper than the
-    # CPU flash kernel's), generation keeps the model's own; float32 keeps its own everywhere (results bit for bit)
+def test_half_precision_scoring_attends_with_the_explicit_backward_on_the_cpu(dtype):
+    # bfloat16 on the CPU: scoring and training forwards attend through the fused-forward/explicit-backward function
+    # (its backward is far cheaper than the CPU flash kernel's), generation keeps the model's own attention; float32
+    # keeps its own everywhere (results bit for bit)
     lm = random_llama(TINY_LLAMA, seed=3, dtype=dtype)
     own = lm.model.config._attn_implementation
     attention = lm.model.model.layers[0].self_attn
     seen = []
     hook = attention.register_forward_pre_hook(lambda module, args: seen.append(module.config._attn_implementation))
-    lm.token_logprobs(PROMPTS, COMPLETIONS, micro_batch_size=2, grad=True)
-    lm.token_logprobs(PROMPTS, COMPLETIONS, micro_batch_size=2)
+    with_grad = lm.token_logprobs(PROMPTS, COMPLETIONS, micro_batch_size=2, grad=True)
+    without = lm.token_logprobs(PROMPTS, COMPLETIONS, micro_batch_size=2)
     scored, seen[:] = list(seen), []
     lm.generate(PROMPTS[:1], max_new_tokens=2)
     hook.remove()
     assert own == "sdpa" and set(seen) == {own}, seen
-    assert set(scored) == ({"eager"} if dtype == "bfloat16" else {own}), scored
+    assert set(scored) == ({pretrained.attention.NAME} if dtype == "bfloat16" else {own}), scored
     assert lm.model.config._attn_implementation == own  # restored after each forward
     with pytest.raises(RuntimeError, match="inside"), pretrained.scoring.scoring_attention(lm.model):
         raise RuntimeError("inside")
     assert lm.model.config._attn_implementation == own  # restored after an error too
-    if dtype == "bfloat16":  # the two attentions round differently, within the bfloat16 tolerance
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(pretrained.scoring, "scoring_attention", lambda model: contextlib.nullcontext())
-            flash = lm.token_logprobs(PROMPTS, COMPLETIONS, micro_batch_size=2)
-        eager = lm.token_logprobs(PROMPTS, COMPLETIONS, micro_batch_size=2)
-        assert torch.equal(eager.mask, flash.mask) and not torch.equal(eager.logprobs, flash.logprobs)
-        torch.testing.assert_close(eager.total, flash.total, atol=0.05, rtol=0.02)
+    # a forward with a gradient scores what one without does, bit for bit (GRPO's first ratio is exactly 1), and
+    # both are sdpa's log-probs
+    assert torch.equal(with_grad.logprobs.detach(), without.logprobs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pretrained.scoring, "scoring_attention", lambda model: contextlib.nullcontext())
+        assert torch.equal(lm.token_logprobs(PROMPTS, COMPLETIONS, micro_batch_size=2).logprobs, without.logprobs)
 
 
 def test_generation_greedy_batched_equals_one_by_one_and_sampling_is_seeded(tiny_lm):

@@ -23,6 +23,7 @@ What a paper uses:
 Where things are: :mod:`~iclr26.common.pretrained.weights` (locating, dequantising and caching the weights),
 :mod:`~iclr26.common.pretrained.model` (loading; :class:`PretrainedLM`: chat formatting, generation, scoring),
 :mod:`~iclr26.common.pretrained.scoring` (:func:`completion_token_logprobs`, the one log-prob function),
+:mod:`~iclr26.common.pretrained.attention` (the attention of CPU training forwards in half precision),
 :mod:`~iclr26.common.pretrained.lora`, :mod:`~iclr26.common.pretrained.rollout`,
 :mod:`~iclr26.common.pretrained.training` (the SFT, DPO and GRPO steps),
 :mod:`~iclr26.common.pretrained.parallel` (:func:`distribute` and the only place a step meets the other ranks),

@@ -11,10 +11,10 @@ bit-identical log-probs. A float32 model keeps the int: the batched multiply's f
 bits from the contiguous multiply's for short micro-batches, so the index tensor would change float32 training
 results, which stay bit for bit as they were (float32 is not the default, and gains less from the index tensor).
 
-For the same reason of speed, a half-precision model on the CPU runs these forwards with ``transformers``' eager
-attention (:func:`scoring_attention`): at the lengths scored here the backward of torch's CPU flash-attention kernel
-takes several times the eager one, and its forward is no faster. Eager attention takes the softmax in float32, so
-the log-probs stay within the bfloat16 tolerance against float32; generation keeps the model's own attention.
+A half-precision model on the CPU runs these forwards with
+:func:`~iclr26.common.pretrained.attention.fused_forward_explicit_backward` (:func:`scoring_attention`): ``sdpa``'s
+forward, and a backward from the recomputed softmax, which at the lengths scored here takes a fraction of the time
+of torch's CPU flash-attention backward. Forwards without a gradient are ``sdpa``'s, bit for bit.
 
 Shape glossary: ``N`` sequences, ``n`` sequences of one micro-batch, ``T`` completion tokens (the longest),
 ``L`` packed length, ``V`` vocabulary, ``D`` width.
@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+
+from iclr26.common.pretrained.attention import register as register_attention
 
 __all__ = ["TokenLogprobs", "completion_token_logprobs", "logits_to_keep", "pack_left", "scoring_attention"]
 
@@ -85,7 +87,8 @@ def logits_to_keep(model: nn.Module, length: int, count: int) -> int | Tensor:
 @contextmanager
 def scoring_attention(model: nn.Module) -> Iterator[None]:
     """Inside: a ``transformers`` model (also under ``peft`` or a data-parallel wrapper) in half precision on the
-    CPU attends eagerly (see the module docstring); any other model keeps its attention implementation."""
+    CPU attends through :func:`~iclr26.common.pretrained.attention.fused_forward_explicit_backward` (see the module
+    docstring); any other model keeps its attention implementation."""
     param = next(model.parameters())
     # the outermost transformers model; its set_attn_implementation reaches the inner models
     net = next((m for m in model.modules() if hasattr(m, "set_attn_implementation")), None)
@@ -93,7 +96,7 @@ def scoring_attention(model: nn.Module) -> Iterator[None]:
         yield
         return
     saved = net.config._attn_implementation
-    net.set_attn_implementation("eager")
+    net.set_attn_implementation(register_attention())
     try:
         yield
     finally:
@@ -151,7 +154,10 @@ def completion_token_logprobs(
         # the last T_mb + 1 positions: position j predicts token j + 1
         keep = logits_to_keep(model, ids.shape[1], t_mb + 1)
         with scoring_attention(model):
-            logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=keep).logits
+            # no key/value cache: nothing is decoded after this forward, and filling one costs a copy per layer
+            logits = model(
+                input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=keep, use_cache=False
+            ).logits
         logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)  # (n, T_mb, V)
         right = logp.gather(-1, ids[:, -t_mb:, None]).squeeze(-1)  # (n, T_mb), completion i on its last c_i columns
         mb_lengths = lengths[rows.start : rows.stop].to(device)
