@@ -58,3 +58,21 @@ def test_without_gradient_or_with_a_longer_key_it_is_plain_sdpa():
     out, _ = fused_forward_explicit_backward(module, q, k[:, :, :5], v[:, :, :5], None)
     assert out.grad_fn.name() == "_FusedForwardExplicitBackwardBackward"
     assert torch.equal(out.detach(), plain)
+
+
+@pytest.mark.parametrize("extra", [{"dropout": 0.1}, {"position_bias": "zeros"}], ids=["dropout", "position_bias"])
+def test_dropout_or_a_position_bias_leave_the_backward_to_sdpa(extra):
+    lm = random_llama(TINY_LLAMA, seed=1)
+    module = lm.model.model.layers[0].self_attn
+    heads, kv_heads, d = TINY_LLAMA.heads, TINY_LLAMA.kv_heads, TINY_LLAMA.hidden // TINY_LLAMA.heads
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(2, heads, 5, d, generator=g, requires_grad=True)
+    k, v = (torch.randn(2, kv_heads, 5, d, generator=g, requires_grad=True) for _ in range(2))
+    if extra.get("position_bias") == "zeros":
+        extra = {"position_bias": torch.zeros(2, heads, 5, 5)}
+    out, _ = fused_forward_explicit_backward(module, q, k, v, None, **extra)
+    assert out.grad_fn is not None
+    assert out.grad_fn.name() != "_FusedForwardExplicitBackwardBackward"
+    # the same call without the extra argument does take the explicit backward
+    out, _ = fused_forward_explicit_backward(module, q, k, v, None)
+    assert out.grad_fn.name() == "_FusedForwardExplicitBackwardBackward"
