@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,28 @@ def test_every_data_parallel_module_says_how_it_runs_under_torchrun():
         text = (SRC / module / "README.md").read_text(encoding="utf-8")
         section = text.split("### More than one process", 1)[-1].split("\n## ", 1)[0]
         assert "torchrun" in section, f"{module}/README.md: 'More than one process' does not say how to launch it"
+
+
+#: A record folder as the READMEs and ``runs/report.md`` name it: ``runs/<module>/<stamp>`` (the report's links are
+#: relative to ``runs/``, so there it follows a parenthesis).
+RECORD_LINK = re.compile(r"(?:runs/|\()([a-z0-9]+/\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+Z)")
+
+
+def _committed(folder: str) -> set[str] | None:
+    """Paths under ``folder`` that git tracks, or None outside a git checkout (then the files on disk count)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", folder], cwd=ROOT, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return set(out.decode().split("\0")) - {""}
+
+
+def test_every_record_the_docs_name_is_committed():
+    """``runs/`` is ignored by git, so a record enters the project only through ``git add -f``; a README or the
+    report that names a record nobody added points a fresh clone at nothing."""
+    docs = [ROOT / "README.md", ROOT / "runs" / "report.md", *(SRC / m / "README.md" for m in MODULES)]
+    named = {f"runs/{m.group(1)}/result.json" for doc in docs for m in RECORD_LINK.finditer(doc.read_text("utf-8"))}
+    assert len(named) >= len(MODULES)  # every paper's README names its latest cpu record
+    tracked = _committed("runs")
+    missing = sorted(p for p in named if (p not in tracked if tracked is not None else not (ROOT / p).exists()))
+    assert not missing, "named in a README or runs/report.md but not committed (git add -f):\n" + "\n".join(missing)
