@@ -26,30 +26,44 @@ Usage::
 
     .venv/bin/python benchmarks/pretrained_lm.py --clock cpu --rounds 7
 
-Output (2026-12-05, the 2-core development machine with no other job running,
-``--clock cpu --rounds 4 --dtypes bfloat16 --tasks lora_step,scoring``)::
+Output (2026-12-05, the 2-core development machine with no other job running, ``--clock cpu --rounds 7``)::
 
-    SmolLM2-135M-Instruct; torch 2.13.0+cpu, transformers 5.25.0; torch threads 1; clock cpu; 4 rounds after 1 warm-up
+    SmolLM2-135M-Instruct; torch 2.13.0+cpu, transformers 5.25.0; torch threads 1; clock cpu; 7 rounds after 1 warm-up
     bfloat16:
-      scoring, 32 pairs: ours 4.299 s; previous path 4.494 s; transformers 5.432 s
-        ours / previous path: median 0.987 (IQR 0.935-0.994, 4 rounds)
-        ours / transformers: median 0.790 (IQR 0.780-0.829, 4 rounds)
-        arithmetic: 657 GFLOP per round, ours 153 GFLOP/s; one 1328x576 @ 576x1536 matmul runs at 215 GFLOP/s,
-        at which a round would take 3.060 s (ours / that: 1.40)
-      LoRA SFT step, 8 x 125 tokens: ours 4.647 s; previous path 5.990 s; transformers+peft 6.186 s
-        ours / previous path: median 0.777 (IQR 0.763-0.799, 4 rounds)
-        ours / transformers+peft: median 0.762 (IQR 0.747-0.769, 4 rounds)
+      generation, 8 prompts x <= 32 tokens: ours 2.605 s; transformers 2.602 s
+        ours / transformers: median 0.999 (IQR 0.975-1.011, 7 rounds)
+      scoring, 32 pairs: ours 4.666 s; previous path 4.761 s; transformers 5.283 s
+        ours / previous path: median 0.980 (IQR 0.976-1.025, 7 rounds)
+        ours / transformers: median 0.889 (IQR 0.856-0.892, 7 rounds)
+        arithmetic: 657 GFLOP per round, ours 141 GFLOP/s; one 1328x576 @ 576x1536 matmul runs at 206 GFLOP/s,
+        at which a round would take 3.190 s (ours / that: 1.46)
+      LoRA SFT step, 8 x 125 tokens: ours 4.815 s; previous path 6.168 s; transformers+peft 6.286 s
+        ours / previous path: median 0.780 (IQR 0.750-0.793, 7 rounds)
+        ours / transformers+peft: median 0.773 (IQR 0.759-0.789, 7 rounds)
+    float32:
+      generation, 8 prompts x <= 32 tokens: ours 4.414 s; transformers 4.637 s
+        ours / transformers: median 0.967 (IQR 0.910-1.019, 7 rounds)
+      scoring, 32 pairs: ours 7.842 s; previous path 7.828 s; transformers 9.725 s
+        ours / previous path: median 1.001 (IQR 0.991-1.010, 7 rounds)
+        ours / transformers: median 0.807 (IQR 0.794-0.814, 7 rounds)
+        arithmetic: 657 GFLOP per round, ours 84 GFLOP/s; one 1328x576 @ 576x1536 matmul runs at 100 GFLOP/s,
+        at which a round would take 6.557 s (ours / that: 1.20)
+      LoRA SFT step, 8 x 125 tokens: ours 7.704 s; previous path 7.699 s; transformers+peft 9.062 s
+        ours / previous path: median 0.990 (IQR 0.982-1.011, 7 rounds)
+        ours / transformers+peft: median 0.839 (IQR 0.829-0.861, 7 rounds)
+    log-probs, bfloat16 vs float32 (32 replies): relative difference median 0.221%, max 1.043%
 
-Reading. LoRA step in bfloat16: 0.76x plain ``transformers`` + ``peft`` (target 0.8x met) and 0.78x the previous
-path. Two changes give it: the backward of torch's CPU flash attention took ~0.7 s of a ~5.2 s step, and the
-explicit backward (from the softmax recomputed in float32) takes about a third of that; and a forward that fills no
-key/value cache saves a copy per layer. Scoring: 0.99x the previous path (target 0.5x not met, and out of reach
-without doing less arithmetic): the previous path already ran at ~145 GFLOP/s, and even at the 215 GFLOP/s of one
-large matmul of the MLP's shape a round would take 0.68x the previous path's time; in a torch profile of one
-bfloat16 scoring call ``aten::mm`` is 77% of its CPU time. Our scoring is 0.79x plain ``transformers`` because only
-the completion's positions reach the output layer. float32 keeps the int ``logits_to_keep`` and ``sdpa``'s own
-backward (bit for bit the previous results). The 2026-12-04 output (7 rounds, both dtypes, before these two
-changes) had the LoRA step at 0.92x plain and generation at 1.00x in both dtypes.
+Reading. LoRA step in bfloat16: 0.77x plain ``transformers`` + ``peft`` (target 0.8x met) and 0.78x the previous
+path. Two changes give it: the backward of torch's CPU flash attention took ~0.7 s of a ~5.2 s step in a torch
+profile, and the explicit backward (from the softmax recomputed in float32) takes about a third of that; and a
+forward that fills no key/value cache saves a copy per layer. Scoring: 0.98x the previous path (target 0.5x not met,
+and out of reach without doing less arithmetic): at the 206 GFLOP/s of one large matmul of the MLP's shape a round
+would still take 0.67x the previous path's time, and in a torch profile of one bfloat16 scoring call ``aten::mm`` is
+71% of its CPU time. Computing the rows' common prefix once (the chat template's first 25 of ~83 tokens here) would
+leave ~75% of the arithmetic (the output layer's share unchanged), about 0.73x at the rate measured. Our scoring is
+0.81-0.89x plain ``transformers`` because only the completion's positions reach the output layer (an earlier 4-round
+run of the bfloat16 tasks read 0.79x). float32 keeps the int ``logits_to_keep`` and ``sdpa``'s own backward (bit for
+bit the previous results), hence its ratios near 1 against the previous path.
 """
 
 from __future__ import annotations
