@@ -91,6 +91,23 @@ def test_ctrl_c_exits_130_with_one_line_and_marks_the_folder(tmp_path):
     assert f"iclr26 run selfcheck --resume {run_dir}" in (run_dir / INTERRUPTED_FILE).read_text()
 
 
+def test_ctrl_c_inside_a_string_exec_still_exits_130_under_python_m(tmp_path):
+    # CPython kills a `python -m` process with SIGINT at exit after a KeyboardInterrupt ended a string exec, even a
+    # caught one, unless the CLI clears that; here the interrupt is raised inside one, deterministically
+    (tmp_path / "interrupting.py").write_text(
+        "import sys\n"
+        "from iclr26 import cli, runner\n"
+        "runner.seed_everything = lambda seed: exec('raise KeyboardInterrupt')\n"
+        "raise SystemExit(cli.main(sys.argv[1:]))\n"
+    )
+    command = ["run", "selfcheck", "--scale", "smoke", "--out", str(tmp_path / "runs"), "--quiet"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "interrupting", *command], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip() == "interrupted (Ctrl-C); nothing was left to resume"
+
+
 def test_resume_refuses_what_it_cannot_continue(tmp_path, capsys):
     assert cli.main(["run", "selfcheck", "--scale", "smoke", "--out", str(tmp_path), "--quiet"]) == 0
     (done,) = (tmp_path / "selfcheck").iterdir()

@@ -76,6 +76,18 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated
 
 
+def _forget_interrupted_eval() -> None:
+    """Keep the exit status the CLI returns after a Ctrl-C it handled.
+
+    CPython remembers a KeyboardInterrupt that ended a string ``exec``/``eval`` (``dataclasses`` and ``namedtuple``
+    build their methods that way) even when a caller catches it, and under ``python -m`` the interpreter then ends
+    by killing itself with SIGINT: the parent sees -2, not 130 (``unhandled_keyboard_interrupt`` in CPython's
+    ``Modules/main.c``). CPython 3.11 clears that flag at the start of every string eval, so an empty one clears
+    it; ``tests/test_runner.py`` checks the status under the interpreter that runs the tests.
+    """
+    exec("")  # noqa: S102
+
+
 def max_threads() -> int:
     """The most torch threads a run may ask for: the machine's cores (more only oversubscribes them)."""
     return os.cpu_count() or 1
@@ -343,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         resume = getattr(err, "resume_command", None)
         print(f"{rank}{what}; " + (f"continue with: {resume}" if resume else "nothing was left to resume"),
               file=sys.stderr)  # fmt: skip
+        _forget_interrupted_eval()
         return 143 if isinstance(err, Terminated) else 130
     except RecordError as err:
         print(f"{rank}error: {err}", file=sys.stderr)
