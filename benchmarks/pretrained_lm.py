@@ -199,11 +199,10 @@ def scoring_task(lm: object) -> dict[str, Callable[[], None]]:
         return torch.stack(totals)
 
     a, b, c = ours(), previous(), plain()
-    if lm.dtype == "float32" and not torch.equal(a, b):
-        raise AssertionError("in float32 the package's path and its earlier one give different log-probs")
-    # bfloat16: eager and flash attention round differently; the documented bound against float32 is 2% per reply
+    if not torch.equal(a, b):  # without a gradient both paths multiply the same contiguous inputs with sdpa
+        raise AssertionError("the package's path and its earlier one give different log-probs")
+    # plain transformers projects every position (other matmul shapes); bfloat16: the 2% per-reply bound of the tests
     rtol = 0.02 if lm.dtype == "bfloat16" else 1e-5
-    torch.testing.assert_close(a, b, atol=0.0, rtol=rtol)
     torch.testing.assert_close(a, c, atol=1e-4, rtol=rtol)
     return {"ours": ours, "previous path": previous, "transformers": plain}
 
